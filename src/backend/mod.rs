@@ -1,0 +1,1 @@
+//! Backends: host memory, emulated host devices and CUDA devices.

@@ -1,0 +1,1 @@
+//! Communicators: the local one for a single process and MPI (rsmpi).

@@ -1,0 +1,1 @@
+//! Command graph generation (CDAG): splitting tasks over nodes, push / await-push, reductions.

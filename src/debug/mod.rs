@@ -1,0 +1,1 @@
+//! Graphviz printing of the three graphs and trace export.

@@ -1,0 +1,1 @@
+//! The executor thread: out-of-order engine, receive arbiter and dry-run executor.

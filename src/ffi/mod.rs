@@ -1,0 +1,1 @@
+//! The C ABI. The only module that speaks C.

@@ -1,0 +1,1 @@
+//! Instruction graph generation (IDAG): allocations, copies, kernels, transfers and reductions per node.

@@ -1,0 +1,13 @@
+//! Celerity: a distributed runtime for programs written as if for one device.
+
+pub mod backend;
+pub mod command;
+pub mod comm;
+pub mod debug;
+pub mod executor;
+pub mod ffi;
+pub mod grid;
+pub mod instruction;
+pub mod runtime;
+pub mod scheduler;
+pub mod task;

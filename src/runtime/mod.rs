@@ -1,0 +1,1 @@
+//! The runtime: owns the task layer, the scheduler and the executor (application-thread side).

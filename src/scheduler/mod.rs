@@ -1,0 +1,1 @@
+//! The scheduler thread: runs command and instruction graph generation with lookahead.

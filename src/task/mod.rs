@@ -1,0 +1,1 @@
+//! The task layer: tasks, buffer accesses, range mappers and the task graph (TDAG).
