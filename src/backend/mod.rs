@@ -2,3 +2,4 @@
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod nd_memory;
