@@ -1,8 +1,8 @@
 //! Celerity: a distributed runtime for programs written as if for one device.
 
 pub mod backend;
-pub mod command;
 pub mod comm;
+pub mod command;
 pub mod debug;
 pub mod executor;
 pub mod ffi;

@@ -1,5 +1,6 @@
 //! Half-open boxes `[min, max)`, the unit of every region computation.
 
+use std::cmp::Ordering;
 use std::fmt;
 
 use smallvec::SmallVec;
@@ -10,10 +11,10 @@ use super::range::{Id, Range, Subrange};
 ///
 /// Invariant: `min <= max` component-wise, and every empty box is stored as
 /// `min = max = 0`, so that each point set has exactly one representation and
-/// the derived `Eq`/`Hash`/`Ord` are point-set comparisons for single boxes.
-/// The derived `Ord` compares `min` then `max` lexicographically, slowest
-/// dimension first: the canonical order of boxes in a [`Region`](super::Region).
-#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+/// the derived `Eq`/`Hash` are point-set comparisons for single boxes.
+/// `GridBox` deliberately has no `Ord` (it would shadow [`GridBox::min`] and
+/// [`GridBox::max`]); [`GridBox::coordinate_order`] gives the canonical order.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Default)]
 pub struct GridBox {
     min: [usize; 3],
     max: [usize; 3],
@@ -173,6 +174,15 @@ impl GridBox {
         GridBox { min, max }
     }
 
+    /// The canonical order of boxes in a [`Region`](super::Region): by `min`,
+    /// then by `max`, lexicographically with the slowest dimension first.
+    #[inline]
+    pub fn coordinate_order(&self, other: &GridBox) -> Ordering {
+        self.min
+            .cmp(&other.min)
+            .then_with(|| self.max.cmp(&other.max))
+    }
+
     /// The smallest dimensionality that holds this box without loss: one past
     /// the last dimension whose upper bound exceeds 1. Algorithms specialise
     /// on it so that lower-dimensional data embedded in 3-D costs no more.
@@ -220,6 +230,12 @@ pub fn effective_dims_of(boxes: &[GridBox]) -> usize {
     dims
 }
 
+/// Sorts boxes into the canonical [`GridBox::coordinate_order`].
+#[inline]
+pub fn sort_boxes(boxes: &mut [GridBox]) {
+    boxes.sort_unstable_by(GridBox::coordinate_order);
+}
+
 /// Bounding box of a set of boxes (empty for an empty set).
 #[inline]
 pub fn bounding_box_of(boxes: &[GridBox]) -> GridBox {
@@ -265,7 +281,9 @@ mod tests {
         assert!(a.contains(&[3, 3, 0]) && !a.contains(&[4, 0, 0]));
         let sr = Subrange::new(Id::new(1, 2, 3), Range::new(4, 5, 6));
         assert_eq!(GridBox::from(sr).subrange(), sr);
-        assert!(b([0, 0, 0], [1, 1, 1]) < b([0, 0, 1], [1, 1, 2]));
-        assert!(b([0, 5, 5], [9, 9, 9]) < b([1, 0, 0], [2, 1, 1]));
+        let lt = |x: GridBox, y: GridBox| x.coordinate_order(&y) == Ordering::Less;
+        assert!(lt(b([0, 0, 0], [1, 1, 1]), b([0, 0, 1], [1, 1, 2])));
+        assert!(lt(b([0, 5, 5], [9, 9, 9]), b([1, 0, 0], [2, 1, 1])));
+        assert!(lt(b([0, 0, 0], [1, 1, 1]), b([0, 0, 0], [1, 1, 2])));
     }
 }

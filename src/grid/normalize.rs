@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 
 use smallvec::SmallVec;
 
-use super::grid_box::{BoxVec, GridBox, effective_dims_of};
+use super::grid_box::{BoxVec, GridBox, effective_dims_of, sort_boxes};
 
 /// Sorted, deduplicated cut coordinates per dimension.
 pub(crate) type Cuts = SmallVec<[SmallVec<[usize; 16]>; 3]>;
@@ -194,7 +194,7 @@ pub fn normalize(boxes: &mut BoxVec) {
             }
             let len = merge_connected_boxes_prefix(&mut dissected, eff);
             dissected.truncate(len);
-            dissected.sort_unstable();
+            sort_boxes(&mut dissected);
             *boxes = dissected;
         }
     }
@@ -233,9 +233,9 @@ mod tests {
         let mut v = shuffled(unmerged);
         let len = merge_connected_boxes_along_dim(&mut v, dim, eff);
         v.truncate(len);
-        v.sort();
+        sort_boxes(&mut v);
         let mut e: Vec<_> = expected.to_vec();
-        e.sort();
+        sort_boxes(&mut e);
         assert_eq!(v.to_vec(), e, "merge along dim {dim}");
     }
 
@@ -245,14 +245,14 @@ mod tests {
         let cuts: Cuts = smallvec![smallvec![0, 4, 8, 12], smallvec![8, 9]];
         let mut out = BoxVec::new();
         dissect_box(&input, &cuts, &mut out);
-        out.sort();
+        sort_boxes(&mut out);
         let mut expected = vec![
             b3([0, 0, 0], [4, 8, 5]),
             b3([0, 8, 0], [4, 9, 5]),
             b3([4, 0, 0], [7, 8, 5]),
             b3([4, 8, 0], [7, 9, 5]),
         ];
-        expected.sort();
+        sort_boxes(&mut expected);
         assert_eq!(out.to_vec(), expected);
     }
 
@@ -406,7 +406,7 @@ mod tests {
             b2([4, 2], [6, 6]),
             b2([4, 8], [5, 9]),
         ];
-        expected.sort();
+        sort_boxes(&mut expected);
         assert_eq!(normalized(&input), expected);
     }
 
@@ -424,7 +424,7 @@ mod tests {
             b2([2, 4], [6, 6]),
             b2([6, 0], [8, 6]),
         ];
-        expected.sort();
+        sort_boxes(&mut expected);
         assert_eq!(normalized(&input), expected);
     }
 

@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 
-use super::grid_box::GridBox;
+use super::grid_box::{GridBox, sort_boxes};
 
 /// A dense set of points over `[0, extent)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,7 +99,7 @@ impl PointSet {
                 [r0[1], r1[1], r2[1]],
             ));
         }
-        out.sort();
+        sort_boxes(&mut out);
         out
     }
 }
