@@ -12,6 +12,7 @@ use std::sync::{Arc, Barrier};
 use parking_lot::Mutex;
 
 use super::{Communicator, InboundPilot, OutboundPilot, Stride};
+use crate::backend::SendPtr;
 use crate::backend::event::{AsyncEvent, Completion, EventCompleter};
 use crate::backend::nd_memory::{StridedBox, copy_box_raw};
 use crate::error::{Error, ErrorKind, Result};
@@ -61,12 +62,6 @@ struct PendingReceive {
     stride: Stride,
     completer: EventCompleter,
 }
-
-/// A destination pointer kept until its payload arrives.
-struct SendPtr(*mut u8);
-// SAFETY: the pointer is only written through by the communicator's owner thread in `poll`,
-// within the validity window the caller of `receive_payload` guaranteed.
-unsafe impl Send for SendPtr {}
 
 /// One node's endpoint of an in-process fabric.
 pub struct InProcessCommunicator {

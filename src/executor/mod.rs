@@ -1,1 +1,6 @@
 //! The executor thread: out-of-order engine, receive arbiter and dry-run executor.
+
+pub mod receive_arbiter;
+
+#[cfg(test)]
+mod receive_arbiter_tests;
