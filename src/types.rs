@@ -9,12 +9,26 @@ use std::fmt;
 macro_rules! define_id {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
         pub struct $name(pub u64);
+
+        impl $name {
+            /// The raw counter value.
+            #[inline]
+            pub const fn get(self) -> u64 {
+                self.0
+            }
+        }
 
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 write!(f, concat!($prefix, "{}"), self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(self, f)
             }
         }
 
@@ -82,11 +96,18 @@ define_id!(
     "msg"
 );
 
+impl TaskId {
+    /// The init epoch, the first task of every task graph.
+    pub const INIT_EPOCH: TaskId = TaskId(0);
+}
+
 impl CollectiveGroupId {
     /// Not a collective task.
     pub const NONE: Self = Self(0);
     /// The root group (the runtime's duplicate of the world communicator).
     pub const ROOT: Self = Self(1);
+    /// The first id handed to a user-created (or the implicit default) group.
+    pub const FIRST_USER: Self = Self(2);
 }
 
 impl ReductionId {
