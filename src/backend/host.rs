@@ -178,13 +178,7 @@ impl Backend for HostBackend {
         launcher: Launcher,
         invocation: KernelInvocation,
     ) -> AsyncEvent {
-        let environment = LaunchEnvironment {
-            stream: 0,
-            cuda: false,
-        };
-        submit_or_fail(self.host_lane(lane), move || {
-            launcher(&invocation, &environment).map(|()| Completion::Done)
-        })
+        submit_or_fail(self.host_lane(lane), launch_job(launcher, invocation))
     }
 
     fn enqueue_device_kernel(
@@ -194,13 +188,10 @@ impl Backend for HostBackend {
         launcher: Launcher,
         invocation: KernelInvocation,
     ) -> AsyncEvent {
-        let environment = LaunchEnvironment {
-            stream: 0,
-            cuda: false,
-        };
-        submit_or_fail(self.device_lane(device, lane), move || {
-            launcher(&invocation, &environment).map(|()| Completion::Done)
-        })
+        submit_or_fail(
+            self.device_lane(device, lane),
+            launch_job(launcher, invocation),
+        )
     }
 
     fn check_async_errors(&mut self) -> Result<()> {
