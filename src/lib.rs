@@ -1,9 +1,16 @@
 //! Celerity: a distributed runtime for programs written as if for one device.
+//!
+//! The pipeline, top to bottom: the C ABI ([`ffi`]) feeds the [`runtime`], which builds the task
+//! graph ([`task`]); the [`scheduler`] thread turns tasks into the per-node command graph
+//! ([`command`]) and instruction graph ([`instruction`]); the [`executor`] runs instructions on a
+//! [`backend`] and exchanges data through a communicator ([`comm`]). Geometry ([`grid`]) is used by
+//! every layer; [`debug`] prints graphs and traces.
 
 pub mod backend;
 pub mod comm;
 pub mod command;
 pub mod debug;
+pub mod error;
 pub mod executor;
 pub mod ffi;
 pub mod grid;
@@ -11,3 +18,5 @@ pub mod instruction;
 pub mod runtime;
 pub mod scheduler;
 pub mod task;
+
+pub use error::{Error, ErrorKind, Result};

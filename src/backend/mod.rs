@@ -1,1 +1,4 @@
 //! Backends: host memory, emulated host devices and CUDA devices.
+
+#[cfg(feature = "cuda")]
+pub mod cuda;

@@ -1,1 +1,4 @@
 //! Communicators: the local one for a single process and MPI (rsmpi).
+
+#[cfg(feature = "mpi")]
+pub mod mpi;

@@ -1,1 +1,21 @@
-//! The C ABI. The only module that speaks C.
+//! The C ABI: the only module that speaks C.
+//!
+//! Every exported function's body is a single call to [`boundary::call`] (or one of its
+//! siblings), which catches panics, turns [`crate::Error`] values into `celerity_status` and
+//! records the message that `celerity_last_error_message` returns. Handles handed to C are
+//! never dereferenced: their bits name a slot in a per-kind [`handle::Registry`], so a released,
+//! stale, forged or wrong-kind handle is reported as an error instead of being undefined
+//! behaviour. One file per C concept; `boundary`, `handle` and `status` are the shared plumbing.
+//!
+//! Items here are named exactly as C sees them (cbindgen copies names and doc comments into
+//! `include/celerity.h`), hence the non-Rust casing.
+#![allow(non_camel_case_types)]
+#![deny(missing_docs)]
+
+pub(crate) mod boundary;
+pub mod config;
+pub(crate) mod handle;
+pub mod status;
+
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!("celerity's handle encoding needs 64-bit pointers");

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The single test entry point (CI runs exactly this): set-up, formatting and lints, Rust tests,
+# the CMake build, install and the C tests under ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=$(nproc 2>/dev/null || echo 2)
+export CARGO_TERM_COLOR=never
+
+step() { printf '\n=== %s (%s)\n' "$1" "$(date +%T)"; }
+
+step "setup"
+scripts/setup.sh
+
+# The MPI feature needs an MPI installation; the CUDA feature never needs the toolkit.
+features=cuda
+if command -v mpicc >/dev/null; then features="mpi,cuda"; fi
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (features: $features)"
+cargo clippy --locked --all-targets --features "$features" -- -D warnings
+
+step "cargo test (features: $features)"
+cargo test --locked --features "$features"
+
+step "cmake configure + build (Release)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j "$jobs"
+
+step "cmake install -> $root/install"
+cmake --install build --prefix "$root/install"
+
+step "ctest"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+step "all tests passed"

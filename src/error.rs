@@ -1,0 +1,89 @@
+//! The crate's error type: a kind (which maps one-to-one onto `celerity_status`) plus a message
+//! that names the offending argument, its value and the limit it broke.
+
+use std::fmt;
+
+/// What went wrong, at the granularity the C ABI reports (`celerity_status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// NULL handle, bad dimensions, a subrange outside its buffer, a bad enum value, ...
+    InvalidArgument,
+    /// Not initialised, already shut down, wrong thread, released or forged handle.
+    InvalidState,
+    /// A feature that is absent from this build or this system.
+    Unsupported,
+    /// A host or device allocation failed.
+    OutOfMemory,
+    /// The device (CUDA) reported an error.
+    Device,
+    /// The communicator (MPI) reported an error or a peer was lost.
+    Communication,
+    /// An uninitialised read or an overlapping write under policy `error`.
+    AccessPattern,
+    /// A kernel or host task returned non-zero.
+    TaskFailed,
+    /// A bug: a caught panic or a broken invariant.
+    Internal,
+}
+
+/// An error with its kind and a human-readable message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An error of `kind` with `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// `InvalidArgument` with `message`.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArgument, message)
+    }
+
+    /// `InvalidState` with `message`.
+    pub fn invalid_state(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidState, message)
+    }
+
+    /// `Unsupported` with `message`.
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unsupported, message)
+    }
+
+    /// `Internal` with `message`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+
+    /// The kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The message, without any prefix.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The same error with `context` prepended to its message (`"context: message"`).
+    pub fn context(mut self, context: impl fmt::Display) -> Self {
+        self.message = format!("{context}: {}", self.message);
+        self
+    }
+}

@@ -1,0 +1,509 @@
+//! Runtime configuration: the keys of API.md's table, parsed and validated, from a
+//! `celerity_config` object and from `CELERITY_*` environment variables (explicit keys win).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+
+/// Verbosity of the runtime's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// Everything, including per-instruction events.
+    Trace,
+    /// Details useful when debugging the runtime.
+    Debug,
+    /// Normal operation (the default).
+    Info,
+    /// Suspicious behaviour.
+    Warn,
+    /// Errors only.
+    Err,
+    /// Nothing.
+    Off,
+}
+
+/// Which devices the runtime uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceSelection {
+    /// All CUDA devices if any, else one emulated host device.
+    Auto,
+    /// All CUDA devices; an error if there is no usable CUDA driver.
+    Cuda,
+    /// `n` emulated devices on the CPU, each with its own memory and worker thread.
+    Host(u32),
+}
+
+/// How far ahead the scheduler looks before compiling commands into instructions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookahead {
+    /// Compile every command immediately.
+    None,
+    /// Hold back allocating commands until two horizons have passed (Celerity's default).
+    Auto,
+    /// Hold back until a flush, fence or epoch.
+    Infinite,
+}
+
+/// What to do when a program reads uninitialised data or writes overlapping regions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorPolicy {
+    /// Do not check.
+    Ignore,
+    /// Log a warning.
+    Log,
+    /// Fail with `CELERITY_ERROR_ACCESS_PATTERN`.
+    Error,
+}
+
+/// Output format of the graphs written with `print_graphs=on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphFormat {
+    /// Graphviz.
+    Dot,
+    /// JSON nodes and edges for users' own tools.
+    Json,
+}
+
+/// The validated configuration of a runtime.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `log_level`.
+    pub log_level: LogLevel,
+    /// `devices`.
+    pub devices: DeviceSelection,
+    /// `host_device_peer_copies`.
+    pub host_device_peer_copies: bool,
+    /// `horizon_step`.
+    pub horizon_step: u32,
+    /// `horizon_max_parallelism`.
+    pub horizon_max_parallelism: u32,
+    /// `lookahead`.
+    pub lookahead: Lookahead,
+    /// `dry_run_nodes`: `Some(n)` simulates n nodes and executes nothing.
+    pub dry_run_nodes: Option<u32>,
+    /// `print_graphs`.
+    pub print_graphs: bool,
+    /// `graph_dir`.
+    pub graph_dir: PathBuf,
+    /// `graph_format`.
+    pub graph_format: GraphFormat,
+    /// `trace_file`.
+    pub trace_file: Option<PathBuf>,
+    /// `uninitialized_read`.
+    pub uninitialized_read: ErrorPolicy,
+    /// `overlapping_write`.
+    pub overlapping_write: ErrorPolicy,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            log_level: LogLevel::Info,
+            devices: DeviceSelection::Auto,
+            host_device_peer_copies: true,
+            horizon_step: 4,
+            horizon_max_parallelism: 64,
+            lookahead: Lookahead::Auto,
+            dry_run_nodes: None,
+            print_graphs: false,
+            graph_dir: PathBuf::from("."),
+            graph_format: GraphFormat::Dot,
+            trace_file: None,
+            uninitialized_read: ErrorPolicy::Log,
+            overlapping_write: ErrorPolicy::Log,
+        }
+    }
+}
+
+/// One configuration key: its name, what it accepts (for messages) and how it is applied.
+struct Key {
+    name: &'static str,
+    accepts: &'static str,
+    apply: fn(&mut Config, &str) -> Option<()>,
+}
+
+fn choice<T: Copy>(value: &str, choices: &[(&str, T)]) -> Option<T> {
+    choices
+        .iter()
+        .find(|(name, _)| *name == value)
+        .map(|&(_, v)| v)
+}
+
+fn on_off(value: &str) -> Option<bool> {
+    choice(value, &[("on", true), ("off", false)])
+}
+
+fn positive(value: &str, max: u32) -> Option<u32> {
+    value.parse::<u32>().ok().filter(|&n| n >= 1 && n <= max)
+}
+
+fn policy(value: &str) -> Option<ErrorPolicy> {
+    choice(
+        value,
+        &[
+            ("ignore", ErrorPolicy::Ignore),
+            ("log", ErrorPolicy::Log),
+            ("error", ErrorPolicy::Error),
+        ],
+    )
+}
+
+fn non_empty_path(value: &str) -> Option<PathBuf> {
+    (!value.is_empty()).then(|| PathBuf::from(value))
+}
+
+const KEYS: &[Key] = &[
+    Key {
+        name: "log_level",
+        accepts: "trace, debug, info, warn, err, off",
+        apply: |c, v| {
+            use LogLevel::*;
+            let levels = [
+                ("trace", Trace),
+                ("debug", Debug),
+                ("info", Info),
+                ("warn", Warn),
+                ("err", Err),
+                ("off", Off),
+            ];
+            c.log_level = choice(v, &levels)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "devices",
+        accepts: "auto, cuda, host, host:N with 1 <= N <= 64",
+        apply: |c, v| {
+            c.devices = match v {
+                "auto" => DeviceSelection::Auto,
+                "cuda" => DeviceSelection::Cuda,
+                "host" => DeviceSelection::Host(1),
+                _ => DeviceSelection::Host(positive(v.strip_prefix("host:")?, 64)?),
+            };
+            Some(())
+        },
+    },
+    Key {
+        name: "host_device_peer_copies",
+        accepts: "on, off",
+        apply: |c, v| {
+            c.host_device_peer_copies = on_off(v)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "horizon_step",
+        accepts: "an integer from 1 to 65536",
+        apply: |c, v| {
+            c.horizon_step = positive(v, 65536)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "horizon_max_parallelism",
+        accepts: "an integer from 1 to 65536",
+        apply: |c, v| {
+            c.horizon_max_parallelism = positive(v, 65536)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "lookahead",
+        accepts: "none, auto, infinite",
+        apply: |c, v| {
+            let modes = [
+                ("none", Lookahead::None),
+                ("auto", Lookahead::Auto),
+                ("infinite", Lookahead::Infinite),
+            ];
+            c.lookahead = choice(v, &modes)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "dry_run_nodes",
+        accepts: "an integer from 1 to 256",
+        apply: |c, v| {
+            c.dry_run_nodes = Some(positive(v, 256)?);
+            Some(())
+        },
+    },
+    Key {
+        name: "print_graphs",
+        accepts: "on, off",
+        apply: |c, v| {
+            c.print_graphs = on_off(v)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "graph_dir",
+        accepts: "a non-empty directory path",
+        apply: |c, v| {
+            c.graph_dir = non_empty_path(v)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "graph_format",
+        accepts: "dot, json",
+        apply: |c, v| {
+            c.graph_format = choice(v, &[("dot", GraphFormat::Dot), ("json", GraphFormat::Json)])?;
+            Some(())
+        },
+    },
+    Key {
+        name: "trace_file",
+        accepts: "a non-empty file path",
+        apply: |c, v| {
+            c.trace_file = Some(non_empty_path(v)?);
+            Some(())
+        },
+    },
+    Key {
+        name: "uninitialized_read",
+        accepts: "ignore, log, error",
+        apply: |c, v| {
+            c.uninitialized_read = policy(v)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "overlapping_write",
+        accepts: "ignore, log, error",
+        apply: |c, v| {
+            c.overlapping_write = policy(v)?;
+            Some(())
+        },
+    },
+];
+
+/// The environment variable that sets `key`.
+pub fn env_var_name(key: &str) -> String {
+    format!("CELERITY_{}", key.to_ascii_uppercase())
+}
+
+/// Levenshtein distance, for "did you mean" suggestions.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> &'a str {
+    candidates
+        .min_by_key(|candidate| edit_distance(name, candidate))
+        .unwrap_or("")
+}
+
+/// Explicitly set keys, in the order given; applied over the environment when the runtime starts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfigBuilder {
+    explicit: BTreeMap<&'static str, String>,
+}
+
+impl ConfigBuilder {
+    /// Validates and records `key = value`. The argument names in messages are those of
+    /// `celerity_config_set`.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let Some(entry) = KEYS.iter().find(|k| k.name == key) else {
+            let valid: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
+            return Err(Error::invalid_argument(format!(
+                "argument `key` (\"{key}\") is not a configuration key; did you mean \"{}\"? valid keys: {}",
+                closest(key, valid.iter().copied()),
+                valid.join(", ")
+            )));
+        };
+        (entry.apply)(&mut Config::default(), value).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "argument `value` (\"{value}\") is not valid for key \"{key}\"; expected {}",
+                entry.accepts
+            ))
+        })?;
+        self.explicit.insert(entry.name, value.to_owned());
+        Ok(())
+    }
+
+    /// The configuration from `environment` (name, value pairs, normally `std::env::vars()`)
+    /// overridden by the explicit keys. Returns the configuration and warnings for unknown
+    /// `CELERITY_*` variables; a malformed value of a known variable is an error.
+    pub fn build(
+        &self,
+        environment: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<(Config, Vec<String>)> {
+        let mut config = Config::default();
+        let mut warnings = Vec::new();
+        let mut from_env: BTreeMap<&'static str, (String, String)> = BTreeMap::new();
+        for (name, value) in environment {
+            let Some(suffix) = name.strip_prefix("CELERITY_") else {
+                continue;
+            };
+            match KEYS
+                .iter()
+                .find(|k| k.name.eq_ignore_ascii_case(suffix) && env_var_name(k.name) == name)
+            {
+                Some(key) => {
+                    from_env.insert(key.name, (name, value));
+                }
+                None => {
+                    let names: Vec<String> = KEYS.iter().map(|k| env_var_name(k.name)).collect();
+                    warnings.push(format!(
+                        "unknown environment variable {name} ignored; did you mean {}?",
+                        closest(&name, names.iter().map(String::as_str))
+                    ));
+                }
+            }
+        }
+        for key in KEYS {
+            if let Some(value) = self.explicit.get(key.name) {
+                (key.apply)(&mut config, value)
+                    .ok_or_else(|| Error::internal("validated key failed"))?;
+            } else if let Some((name, value)) = from_env.get(key.name) {
+                (key.apply)(&mut config, value).ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "environment variable {name}=\"{value}\" is not valid; expected {}",
+                        key.accepts
+                    ))
+                })?;
+            }
+        }
+        Ok((config, warnings))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|&(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_match_the_api_table() {
+        let (config, warnings) = ConfigBuilder::default().build(env(&[])).unwrap();
+        assert_eq!(config, Config::default());
+        assert!(warnings.is_empty());
+        assert_eq!(config.horizon_step, 4);
+        assert_eq!(config.horizon_max_parallelism, 64);
+        assert_eq!(config.lookahead, Lookahead::Auto);
+        assert_eq!(config.uninitialized_read, ErrorPolicy::Log);
+    }
+
+    #[test]
+    fn every_key_parses_its_documented_values() {
+        let mut builder = ConfigBuilder::default();
+        for (key, value) in [
+            ("log_level", "debug"),
+            ("devices", "host:4"),
+            ("host_device_peer_copies", "off"),
+            ("horizon_step", "2"),
+            ("horizon_max_parallelism", "8"),
+            ("lookahead", "infinite"),
+            ("dry_run_nodes", "16"),
+            ("print_graphs", "on"),
+            ("graph_dir", "/tmp/graphs"),
+            ("graph_format", "json"),
+            ("trace_file", "t.json"),
+            ("uninitialized_read", "error"),
+            ("overlapping_write", "ignore"),
+        ] {
+            builder.set(key, value).unwrap();
+        }
+        let (c, _) = builder.build(env(&[])).unwrap();
+        assert_eq!(c.log_level, LogLevel::Debug);
+        assert_eq!(c.devices, DeviceSelection::Host(4));
+        assert!(!c.host_device_peer_copies);
+        assert_eq!((c.horizon_step, c.horizon_max_parallelism), (2, 8));
+        assert_eq!(c.lookahead, Lookahead::Infinite);
+        assert_eq!(c.dry_run_nodes, Some(16));
+        assert!(c.print_graphs);
+        assert_eq!(c.graph_dir, PathBuf::from("/tmp/graphs"));
+        assert_eq!(c.graph_format, GraphFormat::Json);
+        assert_eq!(c.trace_file, Some(PathBuf::from("t.json")));
+        assert_eq!(c.uninitialized_read, ErrorPolicy::Error);
+        assert_eq!(c.overlapping_write, ErrorPolicy::Ignore);
+    }
+
+    #[test]
+    fn bad_keys_and_values_name_the_valid_choices() {
+        let mut builder = ConfigBuilder::default();
+        let error = builder.set("horizon_stpe", "2").unwrap_err();
+        assert!(
+            error.message().contains("did you mean \"horizon_step\""),
+            "{}",
+            error.message()
+        );
+        let error = builder.set("devices", "host:0").unwrap_err();
+        assert!(
+            error.message().contains("\"host:0\""),
+            "{}",
+            error.message()
+        );
+        assert!(
+            error.message().contains("auto, cuda, host, host:N"),
+            "{}",
+            error.message()
+        );
+        for (key, value) in [
+            ("horizon_step", "0"),
+            ("horizon_step", "-1"),
+            ("lookahead", "sometimes"),
+            ("graph_dir", ""),
+        ] {
+            assert!(builder.set(key, value).is_err(), "{key}={value}");
+        }
+        assert_eq!(
+            builder,
+            ConfigBuilder::default(),
+            "failed sets change nothing"
+        );
+    }
+
+    #[test]
+    fn explicit_keys_win_over_the_environment_and_typos_warn() {
+        let mut builder = ConfigBuilder::default();
+        builder.set("horizon_step", "7").unwrap();
+        let (config, warnings) = builder
+            .build(env(&[
+                ("CELERITY_HORIZON_STEP", "3"),
+                ("CELERITY_LOOKAHEAD", "none"),
+                ("CELERITY_LOOKAHAED", "none"),
+                ("PATH", "/bin"),
+            ]))
+            .unwrap();
+        assert_eq!(config.horizon_step, 7);
+        assert_eq!(config.lookahead, Lookahead::None);
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].contains("did you mean CELERITY_LOOKAHEAD?"),
+            "{}",
+            warnings[0]
+        );
+    }
+
+    #[test]
+    fn a_malformed_environment_value_is_an_error() {
+        let error = ConfigBuilder::default()
+            .build(env(&[("CELERITY_DEVICES", "gpu")]))
+            .unwrap_err();
+        assert!(
+            error.message().contains("CELERITY_DEVICES=\"gpu\""),
+            "{}",
+            error.message()
+        );
+    }
+}
