@@ -18,5 +18,6 @@ pub mod instruction;
 pub mod runtime;
 pub mod scheduler;
 pub mod task;
+pub mod types;
 
 pub use error::{Error, ErrorKind, Result};
