@@ -4,17 +4,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::grid::sort_boxes;
-use crate::grid::test_util::{PointSet, arb_boxes, arb_dims};
-
-fn b1(lo: usize, hi: usize) -> GridBox {
-    GridBox::from_arrays([lo, 0, 0], [hi, 1, 1])
-}
-fn b2(min: [usize; 2], max: [usize; 2]) -> GridBox {
-    GridBox::from_arrays([min[0], min[1], 0], [max[0], max[1], 1])
-}
-fn b3(min: [usize; 3], max: [usize; 3]) -> GridBox {
-    GridBox::from_arrays(min, max)
-}
+use crate::grid::test_util::{PointSet, arb_boxes, arb_dims, b1, b2, b3};
 
 #[test]
 fn edge_connectivity() {

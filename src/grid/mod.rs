@@ -14,6 +14,8 @@ mod grid_box;
 mod normalize;
 mod range;
 mod region;
+mod region_map;
+mod rtree;
 mod split;
 
 #[cfg(test)]
@@ -30,4 +32,5 @@ pub use normalize::{
 };
 pub use range::{Id, MAX_DIMS, Range, Subrange};
 pub use region::{Region, RegionBuilder};
+pub use region_map::RegionMap;
 pub use split::{split_1d, split_2d};

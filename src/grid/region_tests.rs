@@ -5,11 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::grid::sort_boxes;
-use crate::grid::test_util::{PointSet, arb_boxes, arb_dims};
-
-fn b2(min: [usize; 2], max: [usize; 2]) -> GridBox {
-    GridBox::from_arrays([min[0], min[1], 0], [max[0], max[1], 1])
-}
+use crate::grid::test_util::{PointSet, arb_boxes, arb_dims, b2};
 
 fn r2(boxes: &[([usize; 2], [usize; 2])]) -> Region {
     Region::from_boxes(boxes.iter().map(|&(a, b)| b2(a, b)))

@@ -157,3 +157,18 @@ pub fn arb_boxes(extent: [usize; 3], max: usize) -> impl Strategy<Value = Vec<Gr
 pub fn arb_dims() -> impl Strategy<Value = [usize; 3]> {
     (0usize..=3).prop_map(test_extent)
 }
+
+/// A 1-D box `[lo, hi)` in padded form.
+pub fn b1(lo: usize, hi: usize) -> GridBox {
+    GridBox::from_arrays([lo, 0, 0], [hi, 1, 1])
+}
+
+/// A 2-D box in padded form.
+pub fn b2(min: [usize; 2], max: [usize; 2]) -> GridBox {
+    GridBox::from_arrays([min[0], min[1], 0], [max[0], max[1], 1])
+}
+
+/// A 3-D box.
+pub fn b3(min: [usize; 3], max: [usize; 3]) -> GridBox {
+    GridBox::from_arrays(min, max)
+}

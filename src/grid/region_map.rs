@@ -1,0 +1,361 @@
+//! [`RegionMap`]: a total map from every point of an extent to a value.
+
+use std::fmt;
+
+use smallvec::SmallVec;
+
+use super::grid_box::GridBox;
+use super::range::Range;
+use super::region::Region;
+use super::rtree::{Node, Orphan, Slot};
+
+/// Maps every point of an extent to a value, as disjoint boxes that tile the
+/// extent. Used for last writers, data locations, access fronts and the like.
+///
+/// Updates merge an entry with equal-valued neighbours that fit together, so a
+/// map overwritten repeatedly with the same value stays small (1-D maps are
+/// always fully coalesced). Entries live in an R-tree: a query costs time in
+/// proportion to the entries it returns, not to the size of the map.
+pub struct RegionMap<T> {
+    extent: GridBox,
+    root: Node<T>,
+    len: usize,
+    orphans: Vec<Orphan<T>>,
+}
+
+/// True if the boxes are equal in every dimension but `d` and touch along `d`.
+#[inline]
+fn mergeable_along(a: &GridBox, b: &GridBox, d: usize) -> bool {
+    (0..3).all(|k| {
+        if k == d {
+            a.max_arr()[k] == b.min_arr()[k] || b.max_arr()[k] == a.min_arr()[k]
+        } else {
+            a.min_arr()[k] == b.min_arr()[k] && a.max_arr()[k] == b.max_arr()[k]
+        }
+    })
+}
+
+impl<T: Clone + PartialEq> RegionMap<T> {
+    /// A map over `[0, extent)` holding `default` everywhere.
+    pub fn new(extent: Range, default: T) -> Self {
+        Self::with_box(GridBox::full_range(extent), default)
+    }
+
+    /// A map over an arbitrary box (which may have a non-zero offset).
+    pub fn with_box(extent: GridBox, default: T) -> Self {
+        let mut root = Node::new_leaf();
+        let mut len = 0;
+        if !extent.is_empty() {
+            let _ = root.insert(extent, Slot::Value(default), 0);
+            len = 1;
+        }
+        RegionMap {
+            extent,
+            root,
+            len,
+            orphans: Vec::new(),
+        }
+    }
+
+    /// The box every point of which has a value.
+    #[inline]
+    pub fn extent(&self) -> GridBox {
+        self.extent
+    }
+
+    /// Number of stored entries (boxes).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True only for a map over an empty extent.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Depth of the index (1 for a single leaf node).
+    pub fn depth(&self) -> usize {
+        self.root.depth()
+    }
+
+    /// The value at a point of the extent.
+    pub fn get_point(&self, p: &[usize; 3]) -> Option<&T> {
+        self.root.point_query(p).map(|(_, v)| v)
+    }
+
+    /// Sets every point of `b` (clamped to the extent) to `value`.
+    pub fn update_box(&mut self, b: &GridBox, value: T) {
+        let b = b.intersection(&self.extent);
+        if b.is_empty() {
+            return;
+        }
+        let mut hits: SmallVec<[(GridBox, bool); 8]> = SmallVec::new();
+        self.root
+            .query(&b, &mut |hb, hv| hits.push((*hb, *hv == value)));
+        if hits.iter().all(|&(_, same)| same) {
+            return; // already holds the value everywhere
+        }
+        let mut candidates: SmallVec<[GridBox; 8]> = SmallVec::new();
+        if hits.len() == 1 && hits[0].0 == b {
+            // in place: the tree shape does not change
+            *self.root.find_mut(&b).expect("entry vanished") = value;
+            candidates.push(b);
+        } else {
+            for &(hb, _) in &hits {
+                let old = self.erase(&hb);
+                // re-insert the parts outside the update, cut along the fastest
+                // dimension first
+                let (mut min, mut max) = (*hb.min_arr(), *hb.max_arr());
+                for d in (0..3).rev() {
+                    if min[d] < b.min_arr()[d] {
+                        let mut hi = max;
+                        hi[d] = b.min_arr()[d];
+                        candidates
+                            .push(self.insert_new(GridBox::from_arrays(min, hi), old.clone()));
+                        min[d] = b.min_arr()[d];
+                    }
+                    if max[d] > b.max_arr()[d] {
+                        let mut lo = min;
+                        lo[d] = b.max_arr()[d];
+                        candidates
+                            .push(self.insert_new(GridBox::from_arrays(lo, max), old.clone()));
+                        max[d] = b.max_arr()[d];
+                    }
+                }
+            }
+            candidates.push(self.insert_new(b, value));
+        }
+        self.try_merge(candidates);
+    }
+
+    /// Sets every point of the region (clamped to the extent) to `value`.
+    pub fn update_region(&mut self, r: &Region, value: T) {
+        for b in r.boxes() {
+            self.update_box(b, value.clone());
+        }
+    }
+
+    /// The entries intersecting `b`, clamped to it, with equal-valued
+    /// neighbours merged where they fit together. Together they tile `b ∩ extent`.
+    pub fn get_box_values(&self, b: &GridBox) -> Vec<(GridBox, T)> {
+        let mut out = Vec::new();
+        self.collect(b, &mut out);
+        merge_equal_neighbours(&mut out);
+        out
+    }
+
+    /// Like [`RegionMap::get_box_values`] for every box of a region.
+    pub fn get_region_values(&self, r: &Region) -> Vec<(GridBox, T)> {
+        let mut out = Vec::new();
+        for b in r.boxes() {
+            self.collect(b, &mut out);
+        }
+        merge_equal_neighbours(&mut out);
+        out
+    }
+
+    fn collect(&self, q: &GridBox, out: &mut Vec<(GridBox, T)>) {
+        self.root
+            .query(q, &mut |b, v| out.push((b.intersection(q), v.clone())));
+    }
+
+    /// Calls `f` for every stored entry (in unspecified order).
+    pub fn for_each(&self, mut f: impl FnMut(&GridBox, &T)) {
+        self.root.for_each(&mut |b, v| f(b, v));
+    }
+
+    /// Replaces every value `v` by `f(v)` and merges the entries that changed
+    /// with equal-valued neighbours.
+    pub fn apply_to_values(&mut self, mut f: impl FnMut(&T) -> T) {
+        let mut changed: SmallVec<[GridBox; 8]> = SmallVec::new();
+        self.root.for_each_mut(&mut |b, v| {
+            let nv = f(v);
+            if nv != *v {
+                *v = nv;
+                changed.push(*b);
+            }
+        });
+        self.try_merge(changed);
+    }
+
+    fn insert_new(&mut self, b: GridBox, value: T) -> GridBox {
+        self.insert_slot(b, Slot::Value(value), 0);
+        self.len += 1;
+        b
+    }
+
+    fn insert_slot(&mut self, b: GridBox, slot: Slot<T>, target: usize) {
+        if let Some(sibling) = self.root.insert(b, slot, target) {
+            let old = std::mem::replace(&mut self.root, Node::new_leaf());
+            self.root = Node::grow(old, sibling);
+        }
+    }
+
+    fn erase(&mut self, b: &GridBox) -> T {
+        let mut orphans = std::mem::take(&mut self.orphans);
+        let v = self
+            .root
+            .erase(b, &mut orphans)
+            .expect("erasing a box that is not an entry");
+        self.len -= 1;
+        while let Some(child) = self.root.take_only_child() {
+            self.root = child;
+        }
+        if self.root.height() > 0 && self.root.len() == 0 {
+            self.root = Node::new_leaf();
+        }
+        while let Some(o) = orphans.pop() {
+            if o.height > self.root.height() {
+                // the tree shrank below the orphan's level: re-insert its children
+                let Slot::Node(n) = o.slot else {
+                    unreachable!("value orphan above leaf level")
+                };
+                let n = *n;
+                let h = n.height();
+                let mut items = Vec::new();
+                n.into_items(&mut items);
+                for (bbox, slot) in items {
+                    orphans.push(Orphan {
+                        height: h,
+                        bbox,
+                        slot,
+                    });
+                }
+            } else {
+                self.insert_slot(o.bbox, o.slot, o.height);
+            }
+        }
+        self.orphans = orphans;
+        v
+    }
+
+    /// Probes just outside every face of each candidate entry and merges it
+    /// with an equal-valued neighbour of matching shape, until nothing changes.
+    fn try_merge(&mut self, mut candidates: SmallVec<[GridBox; 8]>) {
+        let mut alive: SmallVec<[bool; 8]> = SmallVec::from_elem(true, candidates.len());
+        let ext = self.extent;
+        let mut merged_any = true;
+        while merged_any {
+            merged_any = false;
+            for i in 0..candidates.len() {
+                if !alive[i] {
+                    continue;
+                }
+                let b = candidates[i];
+                let Some((_, v)) = self.root.point_query(b.min_arr()) else {
+                    unreachable!()
+                };
+                let mut partner = None;
+                for d in 0..3 {
+                    let mut probes: SmallVec<[[usize; 3]; 2]> = SmallVec::new();
+                    if b.min_arr()[d] > ext.min_arr()[d] {
+                        let mut p = *b.min_arr();
+                        p[d] -= 1;
+                        probes.push(p);
+                    }
+                    if b.max_arr()[d] < ext.max_arr()[d] {
+                        let mut p = *b.min_arr();
+                        p[d] = b.max_arr()[d];
+                        probes.push(p);
+                    }
+                    partner = probes.iter().find_map(|p| {
+                        let (nb, nv) = self
+                            .root
+                            .point_query(p)
+                            .expect("map does not tile its extent");
+                        (nv == v && mergeable_along(&b, &nb, d)).then_some(nb)
+                    });
+                    if partner.is_some() {
+                        break;
+                    }
+                }
+                let Some(nb) = partner else { continue };
+                if let Some(j) = candidates.iter().position(|c| *c == nb) {
+                    alive[j] = false;
+                }
+                let value = self.erase(&b);
+                self.erase(&nb);
+                candidates[i] = self.insert_new(b.bounding_box(&nb), value);
+                merged_any = true;
+            }
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) {
+        self.root.check(true);
+        let mut area = 0usize;
+        let mut count = 0;
+        self.for_each(|b, _| {
+            assert!(self.extent.covers(b) && !b.is_empty());
+            area += b.area();
+            count += 1;
+        });
+        assert_eq!(count, self.len);
+        // disjoint boxes inside the extent with the extent's total area tile it
+        assert_eq!(area, self.extent.area());
+    }
+}
+
+/// Merges result boxes with equal values that are identical in all but one
+/// dimension and touch in it; repeats over all dimensions until stable.
+fn merge_equal_neighbours<T: PartialEq>(out: &mut Vec<(GridBox, T)>) {
+    if out.len() < 2 {
+        return;
+    }
+    loop {
+        let before = out.len();
+        for d in (0..3).rev() {
+            merge_along(out, d);
+        }
+        if out.len() == before {
+            break;
+        }
+    }
+}
+
+fn merge_along<T: PartialEq>(out: &mut Vec<(GridBox, T)>, d: usize) {
+    let key = |b: &GridBox| {
+        let mut k = [0usize; 5];
+        let mut n = 0;
+        for o in (0..3).filter(|&o| o != d) {
+            k[n] = b.min_arr()[o];
+            k[n + 1] = b.max_arr()[o];
+            n += 2;
+        }
+        k[4] = b.min_arr()[d];
+        k
+    };
+    out.sort_unstable_by_key(|e| key(&e.0));
+    let mut w = 0;
+    for r in 1..out.len() {
+        let (prev, cur) = (&out[w], &out[r]);
+        let same_row = key(&prev.0)[..4] == key(&cur.0)[..4];
+        if same_row && prev.0.max_arr()[d] == cur.0.min_arr()[d] && prev.1 == cur.1 {
+            let merged = prev.0.bounding_box(&cur.0);
+            out[w].0 = merged;
+        } else {
+            w += 1;
+            out.swap(w, r);
+        }
+    }
+    out.truncate(w + 1);
+}
+
+impl<T: Clone + PartialEq + fmt::Debug> fmt::Debug for RegionMap<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut entries = Vec::new();
+        self.for_each(|b, v| entries.push((*b, v.clone())));
+        entries.sort_by(|a, b| a.0.coordinate_order(&b.0));
+        f.debug_struct("RegionMap")
+            .field("extent", &self.extent)
+            .field("entries", &entries)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+#[path = "region_map_tests.rs"]
+mod tests;

@@ -1,0 +1,370 @@
+//! The spatial index behind [`RegionMap`](super::RegionMap): an R-tree with 2
+//! to 8 children per node and Guttman's quadratic split, whose leaves hold
+//! disjoint boxes with their values.
+//!
+//! Queries visit only the subtrees whose bounding boxes intersect the query,
+//! so their cost grows with the number of entries found (times the depth),
+//! not with the number of entries stored.
+
+use smallvec::SmallVec;
+
+use super::grid_box::{GridBox, bounding_box_of};
+
+const MAX_CHILDREN: usize = 8;
+const MIN_CHILDREN: usize = 2;
+
+/// A child of a node: a value in a leaf (height 0), a subtree otherwise.
+pub(crate) enum Slot<T> {
+    Value(T),
+    Node(Box<Node<T>>),
+}
+
+/// One tree node. `boxes[i]` is the entry box (leaf) or the bounding box of
+/// subtree `slots[i]`; one spare capacity slot holds the overflow before a split.
+pub(crate) struct Node<T> {
+    height: usize,
+    boxes: SmallVec<[GridBox; MAX_CHILDREN + 1]>,
+    slots: SmallVec<[Slot<T>; MAX_CHILDREN + 1]>,
+}
+
+/// An item waiting to be (re-)inserted into a node of the given height.
+pub(crate) struct Orphan<T> {
+    pub height: usize,
+    pub bbox: GridBox,
+    pub slot: Slot<T>,
+}
+
+/// Floating-point volume, used only for heuristics (cannot overflow).
+#[inline]
+fn volume(b: &GridBox) -> f64 {
+    let r = b.range();
+    r[0] as f64 * r[1] as f64 * r[2] as f64
+}
+
+#[inline]
+fn enlargement(container: &GridBox, added: &GridBox) -> f64 {
+    volume(&container.bounding_box(added)) - volume(container)
+}
+
+impl<T> Node<T> {
+    pub fn new_leaf() -> Self {
+        Node {
+            height: 0,
+            boxes: SmallVec::new(),
+            slots: SmallVec::new(),
+        }
+    }
+
+    #[inline]
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.boxes.len()
+    }
+
+    #[inline]
+    pub fn bbox(&self) -> GridBox {
+        bounding_box_of(&self.boxes)
+    }
+
+    /// Calls `f` for every entry intersecting `q`.
+    pub fn query<'a>(&'a self, q: &GridBox, f: &mut impl FnMut(&GridBox, &'a T)) {
+        for (b, s) in self.boxes.iter().zip(&self.slots) {
+            if b.intersects(q) {
+                match s {
+                    Slot::Value(v) => f(b, v),
+                    Slot::Node(n) => n.query(q, f),
+                }
+            }
+        }
+    }
+
+    /// The entry containing point `p`, if any.
+    pub fn point_query(&self, p: &[usize; 3]) -> Option<(GridBox, &T)> {
+        for (b, s) in self.boxes.iter().zip(&self.slots) {
+            if b.contains(p) {
+                match s {
+                    Slot::Value(v) => return Some((*b, v)),
+                    Slot::Node(n) => {
+                        if let Some(hit) = n.point_query(p) {
+                            return Some(hit);
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Mutable access to the value of the entry whose box is exactly `b`.
+    pub fn find_mut(&mut self, b: &GridBox) -> Option<&mut T> {
+        for (cb, s) in self.boxes.iter().zip(self.slots.iter_mut()) {
+            if cb.covers(b) {
+                match s {
+                    Slot::Value(v) if cb == b => return Some(v),
+                    Slot::Value(_) => {}
+                    Slot::Node(n) => {
+                        if let Some(v) = n.find_mut(b) {
+                            return Some(v);
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    pub fn for_each<'a>(&'a self, f: &mut impl FnMut(&GridBox, &'a T)) {
+        for (b, s) in self.boxes.iter().zip(&self.slots) {
+            match s {
+                Slot::Value(v) => f(b, v),
+                Slot::Node(n) => n.for_each(f),
+            }
+        }
+    }
+
+    pub fn for_each_mut(&mut self, f: &mut impl FnMut(&GridBox, &mut T)) {
+        for (b, s) in self.boxes.iter().zip(self.slots.iter_mut()) {
+            match s {
+                Slot::Value(v) => f(b, v),
+                Slot::Node(n) => n.for_each_mut(f),
+            }
+        }
+    }
+
+    /// Number of levels below and including this node.
+    pub fn depth(&self) -> usize {
+        self.height + 1
+    }
+
+    /// Inserts `slot` into the node of height `target` on the path of least
+    /// enlargement. Returns the new sibling if this node had to split.
+    pub fn insert(&mut self, bbox: GridBox, slot: Slot<T>, target: usize) -> Option<Box<Node<T>>> {
+        debug_assert!(target <= self.height);
+        if self.height == target {
+            self.boxes.push(bbox);
+            self.slots.push(slot);
+        } else {
+            let i = self.choose_child(&bbox);
+            let Slot::Node(child) = &mut self.slots[i] else {
+                unreachable!("inner node holds a value")
+            };
+            match child.insert(bbox, slot, target) {
+                None => self.boxes[i] = self.boxes[i].bounding_box(&bbox),
+                Some(sibling) => {
+                    self.boxes[i] = child.bbox();
+                    self.boxes.push(sibling.bbox());
+                    self.slots.push(Slot::Node(sibling));
+                }
+            }
+        }
+        (self.len() > MAX_CHILDREN).then(|| self.split())
+    }
+
+    /// The child whose bounding box grows least (then: the smaller one).
+    fn choose_child(&self, b: &GridBox) -> usize {
+        let mut best = 0;
+        let mut best_key = (f64::INFINITY, f64::INFINITY);
+        for (i, cb) in self.boxes.iter().enumerate() {
+            if cb.covers(b) {
+                let key = (0.0, volume(cb));
+                if key < best_key {
+                    best = i;
+                    best_key = key;
+                }
+                continue;
+            }
+            let key = (enlargement(cb, b), volume(cb));
+            if key < best_key {
+                best = i;
+                best_key = key;
+            }
+        }
+        best
+    }
+
+    /// Guttman's quadratic split: keeps one group here, returns the other.
+    fn split(&mut self) -> Box<Node<T>> {
+        let boxes: SmallVec<[GridBox; MAX_CHILDREN + 1]> = std::mem::take(&mut self.boxes);
+        let mut slots: SmallVec<[Option<Slot<T>>; MAX_CHILDREN + 1]> =
+            self.slots.drain(..).map(Some).collect();
+        let n = boxes.len();
+
+        // seeds: the pair that wastes most space when grouped together
+        let (mut sa, mut sb, mut worst) = (0, 1, f64::NEG_INFINITY);
+        for i in 0..n {
+            for j in i + 1..n {
+                let waste = volume(&boxes[i].bounding_box(&boxes[j]))
+                    - volume(&boxes[i])
+                    - volume(&boxes[j]);
+                if waste > worst {
+                    (sa, sb, worst) = (i, j, waste);
+                }
+            }
+        }
+        let mut group = [0u8; MAX_CHILDREN + 1]; // 0 unassigned, 1 stays, 2 moves
+        group[sa] = 1;
+        group[sb] = 2;
+        let (mut bb1, mut bb2) = (boxes[sa], boxes[sb]);
+        let (mut n1, mut n2) = (1, 1);
+        let mut left = n - 2;
+        while left > 0 {
+            // fill a group that needs every remaining item to reach the minimum
+            let forced = if n1 + left == MIN_CHILDREN {
+                Some(1)
+            } else if n2 + left == MIN_CHILDREN {
+                Some(2)
+            } else {
+                None
+            };
+            let (pick, to) = match forced {
+                Some(g) => ((0..n).find(|&i| group[i] == 0).unwrap(), g),
+                None => {
+                    // the item with the strongest preference goes first
+                    let mut pick = 0;
+                    let mut best = f64::NEG_INFINITY;
+                    let mut pref = 1;
+                    for i in (0..n).filter(|&i| group[i] == 0) {
+                        let (d1, d2) = (enlargement(&bb1, &boxes[i]), enlargement(&bb2, &boxes[i]));
+                        if (d1 - d2).abs() > best {
+                            best = (d1 - d2).abs();
+                            pick = i;
+                            pref = if d1 < d2
+                                || (d1 == d2 && (volume(&bb1), n1) <= (volume(&bb2), n2))
+                            {
+                                1
+                            } else {
+                                2
+                            };
+                        }
+                    }
+                    (pick, pref)
+                }
+            };
+            group[pick] = to;
+            if to == 1 {
+                bb1 = bb1.bounding_box(&boxes[pick]);
+                n1 += 1;
+            } else {
+                bb2 = bb2.bounding_box(&boxes[pick]);
+                n2 += 1;
+            }
+            left -= 1;
+        }
+
+        let mut other = Node {
+            height: self.height,
+            boxes: SmallVec::new(),
+            slots: SmallVec::new(),
+        };
+        for i in 0..n {
+            let slot = slots[i].take().unwrap();
+            let target = if group[i] == 1 {
+                &mut *self
+            } else {
+                &mut other
+            };
+            target.boxes.push(boxes[i]);
+            target.slots.push(slot);
+        }
+        Box::new(other)
+    }
+
+    /// Removes the entry whose box is exactly `b` and returns its value.
+    /// Nodes that fall below the minimum fill are dissolved; their items are
+    /// appended to `orphans` for re-insertion.
+    pub fn erase(&mut self, b: &GridBox, orphans: &mut Vec<Orphan<T>>) -> Option<T> {
+        for i in 0..self.boxes.len() {
+            if !self.boxes[i].covers(b) {
+                continue;
+            }
+            match &mut self.slots[i] {
+                Slot::Value(_) => {
+                    if self.boxes[i] == *b {
+                        self.boxes.swap_remove(i);
+                        let Slot::Value(v) = self.slots.swap_remove(i) else {
+                            unreachable!()
+                        };
+                        return Some(v);
+                    }
+                }
+                Slot::Node(child) => {
+                    let Some(v) = child.erase(b, orphans) else {
+                        continue;
+                    };
+                    if child.len() < MIN_CHILDREN {
+                        self.boxes.swap_remove(i);
+                        let Slot::Node(child) = self.slots.swap_remove(i) else {
+                            unreachable!()
+                        };
+                        let child = *child;
+                        for (bbox, slot) in child.boxes.into_iter().zip(child.slots) {
+                            orphans.push(Orphan {
+                                height: child.height,
+                                bbox,
+                                slot,
+                            });
+                        }
+                    } else {
+                        self.boxes[i] = child.bbox();
+                    }
+                    return Some(v);
+                }
+            }
+        }
+        None
+    }
+
+    /// Moves the node's items out, as (box, slot) pairs.
+    pub fn into_items(self, out: &mut Vec<(GridBox, Slot<T>)>) {
+        out.extend(self.boxes.into_iter().zip(self.slots));
+    }
+
+    /// Takes the single child of an inner root, shrinking the tree by a level.
+    pub fn take_only_child(&mut self) -> Option<Node<T>> {
+        if self.height > 0 && self.len() == 1 {
+            self.boxes.clear();
+            match self.slots.pop() {
+                Some(Slot::Node(n)) => Some(*n),
+                _ => unreachable!("inner node holds a value"),
+            }
+        } else {
+            None
+        }
+    }
+
+    /// Makes a new root above `self` and `sibling`.
+    pub fn grow(old_root: Node<T>, sibling: Box<Node<T>>) -> Node<T> {
+        let mut root = Node {
+            height: old_root.height + 1,
+            boxes: SmallVec::new(),
+            slots: SmallVec::new(),
+        };
+        root.boxes.push(old_root.bbox());
+        root.slots.push(Slot::Node(Box::new(old_root)));
+        root.boxes.push(sibling.bbox());
+        root.slots.push(Slot::Node(sibling));
+        root
+    }
+
+    /// Checks the structural invariants (tests only): bounding boxes are exact,
+    /// heights are consistent, non-root nodes hold 2..=8 children.
+    #[cfg(test)]
+    pub fn check(&self, is_root: bool) {
+        assert!(self.len() <= MAX_CHILDREN);
+        assert!(is_root || self.len() >= MIN_CHILDREN, "underfull node");
+        for (b, s) in self.boxes.iter().zip(&self.slots) {
+            match s {
+                Slot::Value(_) => assert_eq!(self.height, 0),
+                Slot::Node(n) => {
+                    assert_eq!(n.height + 1, self.height);
+                    assert_eq!(*b, n.bbox());
+                    n.check(false);
+                }
+            }
+        }
+    }
+}
