@@ -1,0 +1,2 @@
+//! Horizons, epochs and pruning.
+use super::*;

@@ -1,0 +1,2 @@
+//! Bad input and error policies.
+use super::*;
