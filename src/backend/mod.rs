@@ -1,4 +1,24 @@
 //! Backends: host memory, emulated host devices and CUDA devices.
+//!
+//! Building blocks shared by every backend: [`event`] (completion of asynchronous operations),
+//! [`thread_queue`] (in-order worker threads for lanes, emulated devices and allocations),
+//! [`host_memory`] (aligned host allocations) and [`nd_memory`] (n-D box copies).
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod event;
+pub mod host_memory;
+pub mod nd_memory;
+pub mod thread_queue;
+
+/// A raw allocation pointer handed between the executor's threads.
+///
+/// The runtime's instruction graph orders every access to an allocation, so a pointer may move
+/// to the thread that performs the next access; the dependencies, not the type system, rule out
+/// concurrent conflicting access.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SendPtr(pub(crate) *mut u8);
+
+// SAFETY: see the type's documentation: accesses through the pointer are serialised by the
+// instruction graph's dependencies, and the allocation outlives every instruction using it.
+unsafe impl Send for SendPtr {}

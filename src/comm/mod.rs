@@ -1,4 +1,133 @@
-//! Communicators: the local one for a single process and MPI (rsmpi).
+//! Communicators: how nodes exchange pilots, payloads and collectives.
+//!
+//! The executor talks to other nodes only through the [`Communicator`] trait (digest 6.5):
+//!
+//! * **Pilots** announce a payload before it is sent: which transfer (`TransferId`), which box of
+//!   the buffer, and the `MessageId` that pairs pilot and payload. Pilots are fire-and-forget and
+//!   polled without blocking, so a receiver can post its receive before or after the pilot
+//!   arrives (the receive arbiter matches them).
+//! * **Payloads** move a strided box straight from a sender's allocation into the receiver's
+//!   allocation ([`Stride`]); both calls return an [`AsyncEvent`] completed by [`Communicator::poll`].
+//! * **Collectives** (`collective_clone`, `collective_barrier`) must be called in the same order on
+//!   every node. Clones are independent communicators that may be used from their own thread.
+//!
+//! Implementations: [`in_process`] (one or more nodes inside one process: the local
+//! communicator of a single-process run and the multi-node test fabric) and, with the `mpi`
+//! feature, the MPI communicator.
 
+pub mod in_process;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+
+use crate::backend::event::AsyncEvent;
+use crate::error::Result;
+use crate::grid::{GridBox, Range, Subrange};
+use crate::types::{MessageId, NodeId, TransferId};
+
+/// The message that precedes a payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PilotMessage {
+    /// Pairs the pilot with its payload.
+    pub id: MessageId,
+    /// The transfer this payload belongs to.
+    pub transfer: TransferId,
+    /// The box of the buffer the payload carries (empty: "nothing from me", for gathers).
+    pub region_box: GridBox,
+}
+
+/// A pilot to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboundPilot {
+    /// The receiving node.
+    pub to: NodeId,
+    /// The message.
+    pub message: PilotMessage,
+}
+
+/// A pilot received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InboundPilot {
+    /// The sending node.
+    pub from: NodeId,
+    /// The message.
+    pub message: PilotMessage,
+}
+
+/// Where a payload lives in memory: a box (`transfer`, relative to the allocation) inside a dense
+/// row-major allocation of extent `allocation_range`, with elements of `elem_size` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stride {
+    /// Extent of the allocation, in elements.
+    pub allocation_range: Range,
+    /// The transferred box, relative to the allocation.
+    pub transfer: Subrange,
+    /// Bytes per element.
+    pub elem_size: usize,
+}
+
+impl Stride {
+    /// Bytes the payload carries.
+    pub fn payload_bytes(&self) -> usize {
+        self.transfer.range.size() * self.elem_size
+    }
+
+    pub(crate) fn strided_box(&self) -> crate::backend::nd_memory::StridedBox {
+        crate::backend::nd_memory::StridedBox {
+            allocation_range: self.allocation_range.0,
+            offset: self.transfer.offset.0,
+            range: self.transfer.range.0,
+        }
+    }
+}
+
+/// A communicator between the nodes of one run. See the module documentation for the protocol.
+pub trait Communicator: Send {
+    /// Number of nodes in the run.
+    fn num_nodes(&self) -> usize;
+
+    /// This node's id.
+    fn local_node(&self) -> NodeId;
+
+    /// Sends a pilot; the message is copied, so the call returns at once.
+    fn send_outbound_pilot(&mut self, pilot: &OutboundPilot) -> Result<()>;
+
+    /// Pilots received since the last call. Never blocks.
+    fn poll_inbound_pilots(&mut self) -> Result<Vec<InboundPilot>>;
+
+    /// Starts sending the box `stride` of the allocation at `base` to node `to` as message `id`.
+    ///
+    /// # Safety
+    /// `base` must stay valid for reads of the whole allocation described by `stride`, and the
+    /// box must not be written, until the returned event is complete.
+    unsafe fn send_payload(
+        &mut self,
+        to: NodeId,
+        id: MessageId,
+        base: *const u8,
+        stride: Stride,
+    ) -> Result<AsyncEvent>;
+
+    /// Starts receiving message `id` from node `from` into the box `stride` of the allocation at
+    /// `base`.
+    ///
+    /// # Safety
+    /// `base` must stay valid for writes of the whole allocation described by `stride`, and the
+    /// box must not be accessed otherwise, until the returned event is complete.
+    unsafe fn receive_payload(
+        &mut self,
+        from: NodeId,
+        id: MessageId,
+        base: *mut u8,
+        stride: Stride,
+    ) -> Result<AsyncEvent>;
+
+    /// Advances outstanding payload operations, completing their events. Never blocks.
+    fn poll(&mut self) -> Result<()>;
+
+    /// A new, independent communicator over the same nodes. Collective: every node calls it
+    /// in the same order.
+    fn collective_clone(&mut self) -> Result<Box<dyn Communicator>>;
+
+    /// Blocks until every node has called it. Collective.
+    fn collective_barrier(&mut self) -> Result<()>;
+}
