@@ -48,7 +48,10 @@ impl AccessMode {
     /// True for every mode that needs the previous contents.
     #[inline]
     pub fn is_consumer(self) -> bool {
-        !matches!(self, AccessMode::DiscardWrite | AccessMode::DiscardReadWrite)
+        !matches!(
+            self,
+            AccessMode::DiscardWrite | AccessMode::DiscardReadWrite
+        )
     }
 
     /// Lower-case name for labels and records.
@@ -129,8 +132,7 @@ impl BufferAccessMap {
     fn with_task_regions(mut self) -> Self {
         let whole = self.whole_chunk();
         // builders per buffer, in order of first access
-        let mut builders: SmallVec<[(BufferId, RegionBuilder, RegionBuilder); 2]> =
-            SmallVec::new();
+        let mut builders: SmallVec<[(BufferId, RegionBuilder, RegionBuilder); 2]> = SmallVec::new();
         for i in 0..self.accesses.len() {
             let (bid, mode) = (self.accesses[i].bid, self.accesses[i].mode);
             let region = self.evaluate(i, &whole);
