@@ -6,7 +6,7 @@ use smallvec::SmallVec;
 
 use super::buffer_state::SCALAR_BOX;
 use crate::grid::{GridBox, Region, RegionBuilder, split_1d, split_2d};
-use super::task_shim::{Task, TaskType};
+use crate::task::{Task, TaskType};
 use crate::types::{BufferId, NodeId};
 
 /// The node that includes a reduction buffer's previous value (when the reduction does not

@@ -6,7 +6,7 @@ use std::fmt;
 
 use super::node_bitset::NodeBitset;
 use crate::grid::{GridBox, Range, Region};
-use super::task_shim::ReductionInfo;
+use crate::task::ReductionInfo;
 use crate::types::CommandId;
 
 /// The local last writer of a buffer element, packed into one word: the command plus two bits.

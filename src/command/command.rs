@@ -7,7 +7,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use crate::grid::{GridBox, Region};
-use super::task_shim::{DependencyKind, DependencyOrigin, EpochAction, ReductionInfo, Task};
+use crate::task::{DependencyKind, DependencyOrigin, EpochAction, ReductionInfo, Task};
 use crate::types::{CommandId, NodeId, ReductionId, TransferId};
 
 /// What a command does.

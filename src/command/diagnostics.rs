@@ -9,7 +9,7 @@ use super::reduction::touched_buffers;
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{BoxVec, GridBox, Region, RegionBuilder};
 use crate::runtime::config::ErrorPolicy;
-use super::task_shim::{Task, fmt_box_dims};
+use crate::task::{Task, fmt_box_dims};
 use crate::types::BufferId;
 
 /// Applies `policy` to a detected problem.

@@ -13,7 +13,7 @@ use super::recorder::CommandRecorder;
 use crate::error::{Error, Result};
 use crate::grid::{GridBox, Range, Region, RegionBuilder};
 use crate::runtime::config::ErrorPolicy;
-use super::task_shim::{BufferLabel, DependencyKind, DependencyOrigin, Task, TaskType};
+use crate::task::{BufferLabel, DependencyKind, DependencyOrigin, Task, TaskType};
 use crate::types::{
     BufferId, CollectiveGroupId, CommandId, HostObjectId, IdMap, NodeId, ReductionId, TaskId,
 };
@@ -401,7 +401,7 @@ impl CommandGraphGenerator {
         let completed_reductions = std::mem::take(&mut self.completed_reductions);
         let action = task
             .epoch_action()
-            .unwrap_or(super::task_shim::EpochAction::None);
+            .unwrap_or(crate::task::EpochAction::None);
         let cmd = self.create(
             task.id(),
             CommandKind::Epoch {

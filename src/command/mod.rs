@@ -33,7 +33,6 @@
 //!   the effective epoch, which replaces older last writers and bounds all tracking state.
 
 pub mod assignment;
-mod task_shim;
 mod buffer_state;
 #[allow(clippy::module_inception)]
 mod command;

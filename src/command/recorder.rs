@@ -3,7 +3,7 @@
 
 use super::command::{Command, CommandDependency, CommandKind};
 use crate::grid::{GridBox, Region};
-use super::task_shim::{DependencyKind, TaskType};
+use crate::task::{DependencyKind, TaskType};
 use crate::types::{BufferId, CommandId, NodeId, TaskId, TransferId};
 
 /// A copy of one command with debug information.

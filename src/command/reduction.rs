@@ -15,7 +15,7 @@ use super::generator::CommandGraphGenerator;
 use super::node_bitset::NodeBitset;
 use crate::grid::Region;
 use crate::runtime::config::ErrorPolicy;
-use super::task_shim::{DependencyKind, DependencyOrigin, Task};
+use crate::task::{DependencyKind, DependencyOrigin, Task};
 use crate::types::{BufferId, TransferId};
 
 /// The buffers whose pending reductions `task` may resolve: the accessed buffers, then the

@@ -10,7 +10,7 @@ use super::command::CommandKind;
 use super::generator::CommandGraphGenerator;
 use crate::grid::{Region, RegionBuilder};
 use crate::runtime::config::ErrorPolicy;
-use super::task_shim::{DependencyKind, DependencyOrigin, Task};
+use crate::task::{DependencyKind, DependencyOrigin, Task};
 use crate::types::{BufferId, CommandId, NodeId, ReductionId, TransferId};
 
 /// The pushes of one buffer under construction.
