@@ -276,9 +276,4 @@ impl Emitter {
             r.warnings.push(message);
         }
     }
-
-    /// Number of instructions created so far (the next instruction id).
-    pub fn num_created(&self) -> u64 {
-        self.next_instruction
-    }
 }

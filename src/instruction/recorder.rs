@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::comm::OutboundPilot;
 use crate::grid::{GridBox, Region};
-use crate::types::{BufferId, CommandId, HostObjectId, InstructionId, TaskId, TransferId};
+use crate::types::{BufferId, CommandId, HostObjectId, InstructionId, TransferId};
 
 use super::instruction::{Instruction, InstructionKind};
 
@@ -196,7 +196,6 @@ pub struct InstructionRecorder {
     pub(crate) pilots: Vec<OutboundPilot>,
     pub(crate) await_push_commands: Vec<(TransferId, CommandId)>,
     pub(crate) warnings: Vec<String>,
-    pub(crate) horizon_tasks: Vec<TaskId>,
 }
 
 impl InstructionRecorder {
