@@ -184,7 +184,11 @@ pub fn chunk_requirements(
 }
 
 /// Requirements of all chunks, split into this node's chunks and the other nodes' reads.
-pub fn compute_requirements(task: &Task, chunks: &[AssignedChunk], local: NodeId) -> ChunkRequirements {
+pub fn compute_requirements(
+    task: &Task,
+    chunks: &[AssignedChunk],
+    local: NodeId,
+) -> ChunkRequirements {
     let mut out = ChunkRequirements {
         num_chunks: chunks.len(),
         local: SmallVec::new(),

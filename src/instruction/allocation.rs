@@ -12,7 +12,9 @@
 //! size and alignment and only once its last accesses have collapsed into the current epoch, so
 //! reuse never adds an edge. The shutdown epoch frees the pool.
 
-use crate::grid::{BoxVec, GridBox, Region, RegionBuilder, merge_connected_boxes, merge_overlapping_bounding_boxes};
+use crate::grid::{
+    BoxVec, GridBox, Region, RegionBuilder, merge_connected_boxes, merge_overlapping_bounding_boxes,
+};
 use crate::types::{AllocationId, BufferId, MemoryId};
 
 use super::buffer_state::{AccessFront, BufferAllocation, FrontMode, StagingAllocation};
@@ -25,13 +27,22 @@ pub(crate) const FREQUENT_ALLOCATION_THRESHOLD: usize = 10;
 
 impl InstructionGraphGenerator {
     /// Makes sure every box of `required` lies inside one allocation of `bid` on `mid`.
-    pub(super) fn allocate_contiguously(&mut self, bid: BufferId, mid: MemoryId, mut required: BoxVec) {
+    pub(super) fn allocate_contiguously(
+        &mut self,
+        bid: BufferId,
+        mid: MemoryId,
+        mut required: BoxVec,
+    ) {
         if required.is_empty() {
             return;
         }
         let buffer = self.buffers.get(&bid).expect("unknown buffer");
         let memory = &buffer.memories[mid.0 as usize];
-        debug_assert!(required.iter().all(|b| !b.is_empty() && GridBox::full_range(buffer.range).covers(b)));
+        debug_assert!(
+            required
+                .iter()
+                .all(|b| !b.is_empty() && GridBox::full_range(buffer.range).covers(b))
+        );
         if required.iter().all(|b| memory.is_allocated_contiguously(b)) {
             return;
         }
@@ -44,8 +55,9 @@ impl InstructionGraphGenerator {
         merge_overlapping_bounding_boxes(&mut merged);
 
         // allocations whose box survives verbatim stay; the others are resize sources
-        let (kept, mut sources): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut memory.allocations).into_iter().partition(|a| merged.contains(&a.allocated_box));
+        let (kept, mut sources): (Vec<_>, Vec<_>) = std::mem::take(&mut memory.allocations)
+            .into_iter()
+            .partition(|a| merged.contains(&a.allocated_box));
         let mut new_boxes: BoxVec = merged
             .into_iter()
             .filter(|b| !kept.iter().any(|a| a.allocated_box == *b))
@@ -59,10 +71,19 @@ impl InstructionGraphGenerator {
             let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
             let (elem_size, elem_align) = (buffer.elem_size, buffer.elem_align);
             let alloc = self.em.create(
-                InstructionKind::Alloc { allocation: aid, size_bytes: new_box.area() * elem_size, align_bytes: elem_align },
-                || RecordDetail::Alloc { origin: AllocOrigin::Buffer, buffer: Some((bid, new_box)), num_chunks: None },
+                InstructionKind::Alloc {
+                    allocation: aid,
+                    size_bytes: new_box.area() * elem_size,
+                    align_bytes: elem_align,
+                },
+                || RecordDetail::Alloc {
+                    origin: AllocOrigin::Buffer,
+                    buffer: Some((bid, new_box)),
+                    num_chunks: None,
+                },
             );
-            self.em.add_dependency(alloc, self.em.last_epoch, DependencyOrigin::LastEpoch);
+            self.em
+                .add_dependency(alloc, self.em.last_epoch, DependencyOrigin::LastEpoch);
             let mut allocation = BufferAllocation::new(aid, Some(alloc), new_box);
 
             for source in &mut sources {
@@ -85,12 +106,19 @@ impl InstructionGraphGenerator {
                     InstructionKind::Copy {
                         source: source.aid,
                         dest: aid,
-                        source_layout: CopyLayout::Strided { allocation: source.allocated_box },
-                        dest_layout: CopyLayout::Strided { allocation: new_box },
+                        source_layout: CopyLayout::Strided {
+                            allocation: source.allocated_box,
+                        },
+                        dest_layout: CopyLayout::Strided {
+                            allocation: new_box,
+                        },
                         region: live.clone(),
                         elem_size,
                     },
-                    || RecordDetail::Copy { origin: CopyOrigin::Resize, buffer: bid },
+                    || RecordDetail::Copy {
+                        origin: CopyOrigin::Resize,
+                        buffer: bid,
+                    },
                 );
                 self.em.read_from_allocation(copy, source, &live);
                 self.em.write_to_allocation(copy, &mut allocation, &live);
@@ -102,19 +130,31 @@ impl InstructionGraphGenerator {
         let elem_size = buffer.elem_size;
         for source in &sources {
             let b = source.allocated_box;
-            let free = self.em.create(InstructionKind::Free { allocation: source.aid }, || RecordDetail::Free {
-                size_bytes: b.area() * elem_size,
-                buffer: Some((bid, b)),
-            });
+            let free = self.em.create(
+                InstructionKind::Free {
+                    allocation: source.aid,
+                },
+                || RecordDetail::Free {
+                    size_bytes: b.area() * elem_size,
+                    buffer: Some((bid, b)),
+                },
+            );
             // the resize copies joined the read fronts of the source
-            self.em.add_dependencies_on_last_accesses(free, source, &Region::from(b), DependencyOrigin::AllocationLifetime);
+            self.em.add_dependencies_on_last_accesses(
+                free,
+                source,
+                &Region::from(b),
+                DependencyOrigin::AllocationLifetime,
+            );
         }
 
         let memory = &mut buffer.memories[mid.0 as usize];
         memory.total_allocations += new_allocations.len();
         memory.allocations = kept;
         memory.allocations.extend(new_allocations);
-        if !memory.frequent_allocation_warned && memory.total_allocations >= FREQUENT_ALLOCATION_THRESHOLD {
+        if !memory.frequent_allocation_warned
+            && memory.total_allocations >= FREQUENT_ALLOCATION_THRESHOLD
+        {
             memory.frequent_allocation_warned = true;
             let label = match &buffer.name {
                 Some(n) => format!("{bid} \"{n}\""),
@@ -130,21 +170,37 @@ impl InstructionGraphGenerator {
 
     /// A staging allocation of exactly `size_bytes` / `align_bytes` on `mid`: a pooled one whose
     /// last use lies behind the current epoch, or a new one.
-    pub(super) fn acquire_staging_allocation(&mut self, mid: MemoryId, size_bytes: usize, align_bytes: usize) -> usize {
+    pub(super) fn acquire_staging_allocation(
+        &mut self,
+        mid: MemoryId,
+        size_bytes: usize,
+        align_bytes: usize,
+    ) -> usize {
         debug_assert_eq!(size_bytes % align_bytes, 0);
         let last_epoch = self.em.last_epoch;
         let pool = &self.memories[mid.0 as usize].staging_pool;
-        if let Some(i) = pool
-            .iter()
-            .position(|s| s.size_bytes == size_bytes && s.align_bytes == align_bytes && s.last_accesses.is_only(last_epoch))
-        {
+        if let Some(i) = pool.iter().position(|s| {
+            s.size_bytes == size_bytes
+                && s.align_bytes == align_bytes
+                && s.last_accesses.is_only(last_epoch)
+        }) {
             return i;
         }
         let aid = self.new_allocation_id(mid);
-        let alloc = self.em.create(InstructionKind::Alloc { allocation: aid, size_bytes, align_bytes }, || {
-            RecordDetail::Alloc { origin: AllocOrigin::Staging, buffer: None, num_chunks: None }
-        });
-        self.em.add_dependency(alloc, last_epoch, DependencyOrigin::LastEpoch);
+        let alloc = self.em.create(
+            InstructionKind::Alloc {
+                allocation: aid,
+                size_bytes,
+                align_bytes,
+            },
+            || RecordDetail::Alloc {
+                origin: AllocOrigin::Staging,
+                buffer: None,
+                num_chunks: None,
+            },
+        );
+        self.em
+            .add_dependency(alloc, last_epoch, DependencyOrigin::LastEpoch);
         let pool = &mut self.memories[mid.0 as usize].staging_pool;
         pool.push(StagingAllocation {
             aid,
@@ -160,10 +216,20 @@ impl InstructionGraphGenerator {
         for mid in 0..self.memories.len() {
             for staging in std::mem::take(&mut self.memories[mid].staging_pool) {
                 let size_bytes = staging.size_bytes;
-                let free = self
-                    .em
-                    .create(InstructionKind::Free { allocation: staging.aid }, || RecordDetail::Free { size_bytes, buffer: None });
-                self.em.add_dependencies_on_front(free, &staging.last_accesses, DependencyOrigin::AllocationLifetime);
+                let free = self.em.create(
+                    InstructionKind::Free {
+                        allocation: staging.aid,
+                    },
+                    || RecordDetail::Free {
+                        size_bytes,
+                        buffer: None,
+                    },
+                );
+                self.em.add_dependencies_on_front(
+                    free,
+                    &staging.last_accesses,
+                    DependencyOrigin::AllocationLifetime,
+                );
             }
         }
     }

@@ -223,7 +223,9 @@ impl BufferMemory {
 
     /// The allocation covering `b`; it must exist.
     pub fn contiguous(&self, b: &GridBox) -> &BufferAllocation {
-        &self.allocations[self.find_contiguous(b).expect("box is not allocated contiguously")]
+        &self.allocations[self
+            .find_contiguous(b)
+            .expect("box is not allocated contiguously")]
     }
 
     /// The allocation covering `b`, mutably; it must exist.

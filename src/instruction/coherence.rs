@@ -52,7 +52,10 @@ struct Hop {
 
 impl Hop {
     fn new(location: Location) -> Self {
-        Self { location, next: Vec::new() }
+        Self {
+            location,
+            next: Vec::new(),
+        }
     }
 
     fn chain(&mut self, location: Location) -> &mut Hop {
@@ -63,14 +66,26 @@ impl Hop {
 
 /// Whether copying `region` out of (or into) an allocation of `allocated_box` in `memory` should
 /// be linearised on the device first.
-pub(crate) fn should_linearize_copy_region(memory: MemoryId, allocated_box: &GridBox, region: &Region, elem_size: usize) -> bool {
+pub(crate) fn should_linearize_copy_region(
+    memory: MemoryId,
+    allocated_box: &GridBox,
+    region: &Region,
+    elem_size: usize,
+) -> bool {
     if memory < MemoryId::FIRST_DEVICE || region.area() * elem_size > MAX_LINEARIZED_REGION_BYTES {
         return false;
     }
     let mut min_chunk = usize::MAX;
     for b in region.boxes() {
         let offset = (b.min() - allocated_box.min()).0;
-        let layout = layout_nd_copy(allocated_box.range().0, b.range().0, offset, [0; 3], b.range().0, elem_size);
+        let layout = layout_nd_copy(
+            allocated_box.range().0,
+            b.range().0,
+            offset,
+            [0; 3],
+            b.range().0,
+            elem_size,
+        );
         if layout.num_complex_strides > 0 {
             min_chunk = min_chunk.min(layout.contiguous_size);
         }
@@ -97,7 +112,8 @@ impl InstructionGraphGenerator {
         for (dest_index, reads) in reads_by_memory.iter().enumerate() {
             let dest = MemoryId(dest_index as u64);
             for read in reads {
-                let mut by_writer: BTreeMap<(MemoryId, InstructionId), RegionBuilder> = BTreeMap::new();
+                let mut by_writer: BTreeMap<(MemoryId, InstructionId), RegionBuilder> =
+                    BTreeMap::new();
                 for (b, mask) in buffer.up_to_date.get_region_values(read) {
                     if mask.is_empty() || mask.contains(dest) {
                         continue; // up to date, or uninitialised (reported elsewhere)
@@ -111,7 +127,8 @@ impl InstructionGraphGenerator {
                 for ((source, _), builder) in by_writer {
                     let source_region = builder.into_region();
                     for source_alloc in &buffer.memories[source.0 as usize].allocations {
-                        let in_source = source_region.intersection_with_box(&source_alloc.allocated_box);
+                        let in_source =
+                            source_region.intersection_with_box(&source_alloc.allocated_box);
                         if in_source.is_empty() {
                             continue;
                         }
@@ -150,7 +167,8 @@ impl InstructionGraphGenerator {
 
         let num_memories = self.memories.len();
         let stage_align = lcm(buffer.elem_align.max(1), STAGING_ALIGNMENT);
-        let region_bytes = |r: &Region| (r.area() * buffer.elem_size).div_ceil(stage_align) * stage_align;
+        let region_bytes =
+            |r: &Region| (r.area() * buffer.elem_size).div_ceil(stage_align) * stage_align;
         let mut staging_bytes = vec![0usize; num_memories];
         for (source, mut regions) in staged {
             symmetrically_split_overlapping_regions(&mut regions);
@@ -159,14 +177,25 @@ impl InstructionGraphGenerator {
                 let source_alloc = buffer.memories[source.0 as usize].contiguous(&bbox);
                 let mut root = Hop::new(Location::InBuffer(source_alloc.aid));
                 let mut stage_source = &mut root;
-                if should_linearize_copy_region(source, &source_alloc.allocated_box, &region, buffer.elem_size) {
+                if should_linearize_copy_region(
+                    source,
+                    &source_alloc.allocated_box,
+                    &region,
+                    buffer.elem_size,
+                ) {
                     let offset = staging_bytes[source.0 as usize];
                     staging_bytes[source.0 as usize] += region_bytes(&region);
-                    stage_source = stage_source.chain(Location::Staged { memory: source, offset });
+                    stage_source = stage_source.chain(Location::Staged {
+                        memory: source,
+                        offset,
+                    });
                 }
                 let host_offset = staging_bytes[MemoryId::HOST.0 as usize];
                 staging_bytes[MemoryId::HOST.0 as usize] += region_bytes(&region);
-                let host_hop = stage_source.chain(Location::Staged { memory: MemoryId::HOST, offset: host_offset });
+                let host_hop = stage_source.chain(Location::Staged {
+                    memory: MemoryId::HOST,
+                    offset: host_offset,
+                });
 
                 // fan out to every device memory that still lacks the region (a broadcast)
                 let up_to_date = buffer.up_to_date.get_region_values(&region);
@@ -175,15 +204,26 @@ impl InstructionGraphGenerator {
                     if dest == source || up_to_date.first().is_some_and(|(_, m)| m.contains(dest)) {
                         continue;
                     }
-                    if !reads_by_memory[dest_index].iter().any(|r| r.intersects(&region)) {
+                    if !reads_by_memory[dest_index]
+                        .iter()
+                        .any(|r| r.intersects(&region))
+                    {
                         continue;
                     }
                     let dest_alloc = buffer.memories[dest_index].contiguous(&bbox);
                     let mut unstage_source = &mut *host_hop;
-                    if should_linearize_copy_region(dest, &dest_alloc.allocated_box, &region, buffer.elem_size) {
+                    if should_linearize_copy_region(
+                        dest,
+                        &dest_alloc.allocated_box,
+                        &region,
+                        buffer.elem_size,
+                    ) {
                         let offset = staging_bytes[dest_index];
                         staging_bytes[dest_index] += region_bytes(&region);
-                        unstage_source = unstage_source.chain(Location::Staged { memory: dest, offset });
+                        unstage_source = unstage_source.chain(Location::Staged {
+                            memory: dest,
+                            offset,
+                        });
                     }
                     unstage_source.chain(Location::InBuffer(dest_alloc.aid));
                 }
@@ -195,13 +235,20 @@ impl InstructionGraphGenerator {
         let mut staging_index: Vec<Option<usize>> = vec![None; num_memories];
         for (mid, &bytes) in staging_bytes.iter().enumerate() {
             if bytes > 0 {
-                staging_index[mid] = Some(self.acquire_staging_allocation(MemoryId(mid as u64), bytes, stage_align));
+                staging_index[mid] =
+                    Some(self.acquire_staging_allocation(MemoryId(mid as u64), bytes, stage_align));
             }
         }
 
         // (3) emit the trees
-        let mut staging_reads: Vec<AccessFront> = vec![AccessFront::empty(FrontMode::Read); num_memories];
-        let mut emit = Emission { generator: self, bid, staging_index: &staging_index, staging_reads: &mut staging_reads };
+        let mut staging_reads: Vec<AccessFront> =
+            vec![AccessFront::empty(FrontMode::Read); num_memories];
+        let mut emit = Emission {
+            generator: self,
+            bid,
+            staging_index: &staging_index,
+            staging_reads: &mut staging_reads,
+        };
         for (region, root) in &plans {
             for next in &root.next {
                 emit.hop(region, root, next, None);
@@ -209,7 +256,8 @@ impl InstructionGraphGenerator {
         }
         for (mid, index) in staging_index.iter().enumerate() {
             if let Some(i) = index {
-                self.memories[mid].staging_pool[*i].last_accesses = std::mem::replace(&mut staging_reads[mid], AccessFront::empty(FrontMode::Read));
+                self.memories[mid].staging_pool[*i].last_accesses =
+                    std::mem::replace(&mut staging_reads[mid], AccessFront::empty(FrontMode::Read));
             }
         }
 
@@ -239,12 +287,20 @@ impl Emission<'_> {
         match location {
             Location::InBuffer(aid) => {
                 let buffer = &self.generator.buffers[&self.bid];
-                let b = buffer.memories[aid.memory().0 as usize].allocation(aid).allocated_box;
+                let b = buffer.memories[aid.memory().0 as usize]
+                    .allocation(aid)
+                    .allocated_box;
                 (aid, CopyLayout::Strided { allocation: b }, true)
             }
             Location::Staged { memory, offset } => {
                 let index = self.staging_index[memory.0 as usize].expect("staging space was sized");
-                (self.generator.staging_aid(memory, index), CopyLayout::Linearized { offset_bytes: offset }, false)
+                (
+                    self.generator.staging_aid(memory, index),
+                    CopyLayout::Linearized {
+                        offset_bytes: offset,
+                    },
+                    false,
+                )
             }
         }
     }
@@ -256,7 +312,11 @@ impl Emission<'_> {
         let g = &mut *self.generator;
         let bid = self.bid;
         let origin = if source_aid.memory() == dest_aid.memory() {
-            if source_in_buffer { CopyOrigin::Linearizing } else { CopyOrigin::Delinearizing }
+            if source_in_buffer {
+                CopyOrigin::Linearizing
+            } else {
+                CopyOrigin::Delinearizing
+            }
         } else if dest_in_buffer {
             CopyOrigin::Coherence
         } else {
@@ -272,10 +332,14 @@ impl Emission<'_> {
                 region: region.clone(),
                 elem_size: buffer.elem_size,
             },
-            || RecordDetail::Copy { origin, buffer: bid },
+            || RecordDetail::Copy {
+                origin,
+                buffer: bid,
+            },
         );
         if source_in_buffer {
-            let allocation = buffer.memories[source_aid.memory().0 as usize].allocation_mut(source_aid);
+            let allocation =
+                buffer.memories[source_aid.memory().0 as usize].allocation_mut(source_aid);
             g.em.read_from_allocation(copy, allocation, region);
         } else {
             self.staging_reads[source_aid.memory().0 as usize].add(copy);

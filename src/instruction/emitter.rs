@@ -164,7 +164,10 @@ impl Emitter {
         if region.is_empty() {
             return;
         }
-        for (_, front) in allocation.last_concurrent_accesses.get_region_values(region) {
+        for (_, front) in allocation
+            .last_concurrent_accesses
+            .get_region_values(region)
+        {
             self.add_dependencies_on_front(from, &front, origin);
         }
     }

@@ -20,7 +20,10 @@ use std::sync::Arc;
 
 use crate::backend::system_info::MemoryMask;
 use crate::command::Command;
-use crate::grid::{BoxVec, GridBox, Region, RegionBuilder, merge_connected_boxes, merge_overlapping_bounding_boxes, split_1d, split_2d};
+use crate::grid::{
+    BoxVec, GridBox, Region, RegionBuilder, merge_connected_boxes,
+    merge_overlapping_bounding_boxes, split_1d, split_2d,
+};
 use crate::runtime::config::ErrorPolicy;
 use crate::task::{ExecutionTarget, Task};
 use crate::types::{AllocationId, BufferId, CollectiveGroupId, DeviceId, InstructionId, MemoryId};
@@ -52,24 +55,47 @@ impl InstructionGraphGenerator {
             self.report_overlapping_writes(task, &chunks);
         }
         for bid in touched_buffers(task) {
-            self.satisfy_buffer_requirements(bid, task, execution_box, is_reduction_initializer, &chunks);
+            self.satisfy_buffer_requirements(
+                bid,
+                task,
+                execution_box,
+                is_reduction_initializer,
+                &chunks,
+            );
         }
         let local_reductions: Vec<_> = task
             .reductions()
             .iter()
             .map(|r| self.prepare_local_reduction(r, is_reduction_initializer, chunks.len()))
             .collect();
-        let instructions: Vec<InstructionId> = chunks.iter().map(|c| self.launch_chunk(command, task, c)).collect();
+        let instructions: Vec<InstructionId> = chunks
+            .iter()
+            .map(|c| self.launch_chunk(command, task, c))
+            .collect();
         self.perform_buffer_accesses(task, &chunks, &instructions);
         for &hoid in task.side_effects() {
-            let object = self.host_objects.get_mut(&hoid).expect("unknown host object");
-            self.em.add_dependency(instructions[0], object.last_side_effect, DependencyOrigin::SideEffect);
+            let object = self
+                .host_objects
+                .get_mut(&hoid)
+                .expect("unknown host object");
+            self.em.add_dependency(
+                instructions[0],
+                object.last_side_effect,
+                DependencyOrigin::SideEffect,
+            );
             object.last_side_effect = instructions[0];
         }
         let group = task.collective_group();
         if group != CollectiveGroupId::NONE {
-            let last = self.collective_groups.get_mut(&group).expect("group was cloned");
-            self.em.add_dependency(instructions[0], *last, DependencyOrigin::CollectiveGroupOrder);
+            let last = self
+                .collective_groups
+                .get_mut(&group)
+                .expect("group was cloned");
+            self.em.add_dependency(
+                instructions[0],
+                *last,
+                DependencyOrigin::CollectiveGroupOrder,
+            );
             *last = instructions[0];
         }
         for (reduction, local) in task.reductions().iter().zip(&local_reductions) {
@@ -77,7 +103,8 @@ impl InstructionGraphGenerator {
         }
         for &i in &instructions {
             if !self.em.has_dependencies(i) {
-                self.em.add_dependency(i, self.em.last_epoch, DependencyOrigin::LastEpoch);
+                self.em
+                    .add_dependency(i, self.em.last_epoch, DependencyOrigin::LastEpoch);
             }
         }
         Ok(())
@@ -90,22 +117,39 @@ impl InstructionGraphGenerator {
             return;
         }
         let clone = self.em.create(
-            InstructionKind::CloneCollectiveGroup { original: CollectiveGroupId::ROOT, new: group },
+            InstructionKind::CloneCollectiveGroup {
+                original: CollectiveGroupId::ROOT,
+                new: group,
+            },
             || RecordDetail::None,
         );
-        let root = self.collective_groups.get_mut(&CollectiveGroupId::ROOT).expect("init epoch creates the root group");
-        self.em.add_dependency(clone, *root, DependencyOrigin::CollectiveGroupOrder);
+        let root = self
+            .collective_groups
+            .get_mut(&CollectiveGroupId::ROOT)
+            .expect("init epoch creates the root group");
+        self.em
+            .add_dependency(clone, *root, DependencyOrigin::CollectiveGroupOrder);
         *root = clone;
         self.collective_groups.insert(group, clone);
     }
 
     /// Splits the local execution range into chunks per device (and oversubscription).
-    pub(super) fn split_task(&mut self, task: &Task, execution_box: &GridBox, report: bool) -> crate::Result<Vec<LocalChunk>> {
+    pub(super) fn split_task(
+        &mut self,
+        task: &Task,
+        execution_box: &GridBox,
+        report: bool,
+    ) -> crate::Result<Vec<LocalChunk>> {
         let on_device = task.execution_target() == ExecutionTarget::Device;
         if on_device && self.system.devices.is_empty() {
-            return Err(crate::Error::unsupported(format!("no device to run {} on", task.label())));
+            return Err(crate::Error::unsupported(format!(
+                "no device to run {} on",
+                task.label()
+            )));
         }
-        let splittable = task.has_variable_split() && task.side_effects().is_empty() && task.collective_group() == CollectiveGroupId::NONE;
+        let splittable = task.has_variable_split()
+            && task.side_effects().is_empty()
+            && task.collective_group() == CollectiveGroupId::NONE;
         let hints = task.hints();
         let split = if hints.split_2d { split_2d } else { split_1d };
         let granularity = task.geometry().granularity;
@@ -131,18 +175,31 @@ impl InstructionGraphGenerator {
                     ""
                 };
                 let label = task.label().to_string();
-                self.report(self.policies.unsafe_oversubscription, || format!("Refusing to oversubscribe {label}{reason}."));
+                self.report(self.policies.unsafe_oversubscription, || {
+                    format!("Refusing to oversubscribe {label}{reason}.")
+                });
             }
         }
         let mut chunks = Vec::with_capacity(coarse.len() * factor);
         for (i, c) in coarse.iter().enumerate() {
             let (memory, device) = if on_device {
-                (self.system.devices[i].native_memory, Some(DeviceId(i as u64)))
+                (
+                    self.system.devices[i].native_memory,
+                    Some(DeviceId(i as u64)),
+                )
             } else {
                 (MemoryId::HOST, None)
             };
-            let fine = if factor > 1 { split(c, &granularity, factor) } else { vec![*c] };
-            chunks.extend(fine.into_iter().map(|execution_box| LocalChunk { memory, device, execution_box }));
+            let fine = if factor > 1 {
+                split(c, &granularity, factor)
+            } else {
+                vec![*c]
+            };
+            chunks.extend(fine.into_iter().map(|execution_box| LocalChunk {
+                memory,
+                device,
+                execution_box,
+            }));
         }
         Ok(chunks)
     }
@@ -169,7 +226,11 @@ impl InstructionGraphGenerator {
         if overlaps.is_empty() {
             return;
         }
-        let mut message = format!("{} has overlapping writes on {} in", task.title(), self.local_node);
+        let mut message = format!(
+            "{} has overlapping writes on {} in",
+            task.title(),
+            self.local_node
+        );
         for (bid, overlap) in &overlaps {
             message.push_str(&format!(" {bid} {overlap:?}"));
         }
@@ -201,7 +262,8 @@ impl InstructionGraphGenerator {
         consumed.add_region(&reads);
 
         let reduction = task.reductions().iter().find(|r| r.bid == bid);
-        let include_current_value = reduction.is_some_and(|r| r.init_from_buffer && is_reduction_initializer);
+        let include_current_value =
+            reduction.is_some_and(|r| r.init_from_buffer && is_reduction_initializer);
         if reduction.is_some() {
             for c in chunks {
                 required[c.memory.0 as usize].push(SCALAR_BOX);
@@ -221,8 +283,9 @@ impl InstructionGraphGenerator {
         let mut discarded = RegionBuilder::new();
         discarded.add_region(&accessed.difference(&consumed));
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
-        let (applied, pending): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut buffer.pending_receives).into_iter().partition(|r| r.region.intersects(&consumed));
+        let (applied, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut buffer.pending_receives)
+            .into_iter()
+            .partition(|r| r.region.intersects(&consumed));
         buffer.pending_receives = pending;
         for r in &applied {
             discarded.add_region(&r.region);
@@ -232,7 +295,10 @@ impl InstructionGraphGenerator {
 
         if self.policies.uninitialized_read != ErrorPolicy::Ignore {
             let mut uninitialized = RegionBuilder::new();
-            for (b, mask) in buffer.up_to_date.get_region_values(&consumed.difference(&discarded)) {
+            for (b, mask) in buffer
+                .up_to_date
+                .get_region_values(&consumed.difference(&discarded))
+            {
                 if mask.is_empty() {
                     uninitialized.add_box(b);
                 }
@@ -248,11 +314,14 @@ impl InstructionGraphGenerator {
             }
         }
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
-        buffer.up_to_date.update_region(&discarded, MemoryMask::EMPTY);
+        buffer
+            .up_to_date
+            .update_region(&discarded, MemoryMask::EMPTY);
 
         let mut reads_by_memory: Vec<Vec<Region>> = vec![Vec::new(); num_memories];
         for c in chunks {
-            required[c.memory.0 as usize].extend(access_map.compute_required_contiguous_boxes(bid, &c.execution_box));
+            required[c.memory.0 as usize]
+                .extend(access_map.compute_required_contiguous_boxes(bid, &c.execution_box));
             let chunk_reads = access_map.compute_consumed_region(bid, &c.execution_box);
             if !chunk_reads.is_empty() {
                 reads_by_memory[c.memory.0 as usize].push(chunk_reads);
@@ -272,7 +341,12 @@ impl InstructionGraphGenerator {
     }
 
     /// One kernel or host-task instruction for `chunk`, with its allocation maps.
-    fn launch_chunk(&mut self, command: &Command, task: &Arc<Task>, chunk: &LocalChunk) -> InstructionId {
+    fn launch_chunk(
+        &mut self,
+        command: &Command,
+        task: &Arc<Task>,
+        chunk: &LocalChunk,
+    ) -> InstructionId {
         let access_map = task.access_map();
         let mem = chunk.memory.0 as usize;
         let mut traffic = 0usize;
@@ -291,9 +365,15 @@ impl InstructionGraphGenerator {
                 }
             } else {
                 let allocation = buffer.memories[mem].contiguous(&accessed_box);
-                BufferAccessAllocation { allocation: allocation.aid, allocated_box: allocation.allocated_box, accessed_box }
+                BufferAccessAllocation {
+                    allocation: allocation.aid,
+                    allocated_box: allocation.allocated_box,
+                    accessed_box,
+                }
             });
-            traffic += (usize::from(mode.is_producer()) + usize::from(mode.is_consumer())) * region.area() * buffer.elem_size;
+            traffic += (usize::from(mode.is_producer()) + usize::from(mode.is_consumer()))
+                * region.area()
+                * buffer.elem_size;
             if self.em.is_recording() {
                 recorded.push((bid, region));
             }
@@ -330,11 +410,19 @@ impl InstructionGraphGenerator {
             }
         };
         let command = command.id();
-        self.em.create(kind, || RecordDetail::Kernel { command, accesses: recorded })
+        self.em.create(kind, || RecordDetail::Kernel {
+            command,
+            accesses: recorded,
+        })
     }
 
     /// Dependencies of all chunks first, then the tracking updates.
-    fn perform_buffer_accesses(&mut self, task: &Task, chunks: &[LocalChunk], instructions: &[InstructionId]) {
+    fn perform_buffer_accesses(
+        &mut self,
+        task: &Task,
+        chunks: &[LocalChunk],
+        instructions: &[InstructionId],
+    ) {
         let access_map = task.access_map();
         let bids = touched_buffers(task);
         // per chunk, per buffer: (reads, writes)
@@ -360,7 +448,11 @@ impl InstructionGraphGenerator {
                 let buffer = &self.buffers[bid];
                 for allocation in &buffer.memories[c.memory.0 as usize].allocations {
                     let b = &allocation.allocated_box;
-                    self.em.add_dependencies_on_last_writers(instruction, allocation, &reads.intersection_with_box(b));
+                    self.em.add_dependencies_on_last_writers(
+                        instruction,
+                        allocation,
+                        &reads.intersection_with_box(b),
+                    );
                     self.em.add_dependencies_on_last_accesses(
                         instruction,
                         allocation,
@@ -374,7 +466,9 @@ impl InstructionGraphGenerator {
             for (bid, _, writes) in set {
                 let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
                 for allocation in &mut buffer.memories[c.memory.0 as usize].allocations {
-                    allocation.begin_concurrent_writes(&writes.intersection_with_box(&allocation.allocated_box));
+                    allocation.begin_concurrent_writes(
+                        &writes.intersection_with_box(&allocation.allocated_box),
+                    );
                 }
             }
         }
@@ -384,7 +478,8 @@ impl InstructionGraphGenerator {
                 for allocation in &mut buffer.memories[c.memory.0 as usize].allocations {
                     let b = allocation.allocated_box;
                     allocation.track_concurrent_read(&reads.intersection_with_box(&b), instruction);
-                    allocation.track_concurrent_write(&writes.intersection_with_box(&b), instruction);
+                    allocation
+                        .track_concurrent_write(&writes.intersection_with_box(&b), instruction);
                 }
                 buffer.track_original_write(writes, instruction, c.memory);
             }
@@ -393,7 +488,10 @@ impl InstructionGraphGenerator {
 
     /// Records the boxes `command` will need allocated (lookahead).
     pub fn anticipate(&mut self, command: &Command) -> SchedulingHint {
-        let crate::command::CommandKind::Execution { execution_range, .. } = command.kind() else {
+        let crate::command::CommandKind::Execution {
+            execution_range, ..
+        } = command.kind()
+        else {
             return SchedulingHint::IsSelfContained;
         };
         let task = command.task();
@@ -401,16 +499,21 @@ impl InstructionGraphGenerator {
             return SchedulingHint::IsSelfContained;
         };
         let mut required: Vec<((BufferId, MemoryId), BoxVec)> = Vec::new();
-        let mut require = |bid: BufferId, mid: MemoryId, boxes: &[GridBox]| {
-            match required.iter_mut().find(|(k, _)| *k == (bid, mid)) {
-                Some((_, v)) => v.extend_from_slice(boxes),
-                None => required.push(((bid, mid), boxes.iter().copied().collect())),
-            }
+        let mut require = |bid: BufferId, mid: MemoryId, boxes: &[GridBox]| match required
+            .iter_mut()
+            .find(|(k, _)| *k == (bid, mid))
+        {
+            Some((_, v)) => v.extend_from_slice(boxes),
+            None => required.push(((bid, mid), boxes.iter().copied().collect())),
         };
         let access_map = task.access_map();
         for bid in access_map.accessed_buffers() {
             for c in &chunks {
-                require(bid, c.memory, &access_map.compute_required_contiguous_boxes(bid, &c.execution_box));
+                require(
+                    bid,
+                    c.memory,
+                    &access_map.compute_required_contiguous_boxes(bid, &c.execution_box),
+                );
             }
         }
         for r in task.reductions() {
@@ -421,10 +524,16 @@ impl InstructionGraphGenerator {
         }
         let mut would_allocate = false;
         for ((bid, mid), boxes) in required {
-            let memory = &mut self.buffers.get_mut(&bid).expect("unknown buffer").memories[mid.0 as usize];
+            let memory =
+                &mut self.buffers.get_mut(&bid).expect("unknown buffer").memories[mid.0 as usize];
             let mut grew = false;
             for b in boxes {
-                if memory.is_allocated_contiguously(&b) || memory.anticipated_contiguous_boxes.iter().any(|a| a.covers(&b)) {
+                if memory.is_allocated_contiguously(&b)
+                    || memory
+                        .anticipated_contiguous_boxes
+                        .iter()
+                        .any(|a| a.covers(&b))
+                {
                     continue;
                 }
                 memory.anticipated_contiguous_boxes.push(b);
@@ -436,6 +545,10 @@ impl InstructionGraphGenerator {
                 would_allocate = true;
             }
         }
-        if would_allocate { SchedulingHint::CouldMergeWithFutureCommands } else { SchedulingHint::IsSelfContained }
+        if would_allocate {
+            SchedulingHint::CouldMergeWithFutureCommands
+        } else {
+            SchedulingHint::IsSelfContained
+        }
     }
 }

@@ -176,13 +176,7 @@ impl InstructionGraphGenerator {
         user_allocation: Option<AllocationId>,
     ) {
         let epoch = self.em.last_epoch;
-        let mut buffer = BufferState::new(
-            range,
-            elem_size,
-            elem_align,
-            self.memories.len(),
-            epoch,
-        );
+        let mut buffer = BufferState::new(range, elem_size, elem_align, self.memories.len(), epoch);
         if let Some(aid) = user_allocation {
             debug_assert_eq!(aid.memory(), MemoryId::USER);
             let whole = GridBox::full_range(range);
@@ -249,7 +243,10 @@ impl InstructionGraphGenerator {
 
     /// Destroys an owned host object's instance after its last side effect.
     pub fn notify_host_object_destroyed(&mut self, hoid: HostObjectId) -> Batch {
-        let state = self.host_objects.remove(&hoid).expect("unknown host object");
+        let state = self
+            .host_objects
+            .remove(&hoid)
+            .expect("unknown host object");
         if state.owns_instance {
             let destroy = self.em.create(
                 InstructionKind::DestroyHostObject { host_object: hoid },
@@ -276,12 +273,7 @@ impl InstructionGraphGenerator {
             CommandKind::Execution {
                 execution_range,
                 is_reduction_initializer,
-            } => self.compile_execution(
-                command,
-                task,
-                *execution_range,
-                *is_reduction_initializer,
-            ),
+            } => self.compile_execution(command, task, *execution_range, *is_reduction_initializer),
             CommandKind::Push { transfer, targets } => {
                 self.compile_push(command.id(), *transfer, targets);
                 Ok(())
@@ -363,7 +355,10 @@ impl InstructionGraphGenerator {
         self.em.last_epoch = epoch;
     }
 
-    fn take_garbage(&mut self, completed_reductions: &[crate::types::ReductionId]) -> InstructionGarbage {
+    fn take_garbage(
+        &mut self,
+        completed_reductions: &[crate::types::ReductionId],
+    ) -> InstructionGarbage {
         InstructionGarbage {
             reductions: completed_reductions.to_vec(),
             user_allocations: std::mem::take(&mut self.unreferenced_user_allocations),
@@ -412,7 +407,8 @@ impl InstructionGraphGenerator {
         self.apply_epoch(epoch);
         self.last_horizon = None;
         if action == EpochAction::Init {
-            self.collective_groups.insert(CollectiveGroupId::ROOT, epoch);
+            self.collective_groups
+                .insert(CollectiveGroupId::ROOT, epoch);
         }
     }
 
@@ -466,35 +462,39 @@ impl InstructionGraphGenerator {
                 self.em.read_from_allocation(c, host, &fence_box.into());
                 copy = Some(c);
             }
-            let fence = self.em.create(
-                InstructionKind::Fence { task: task.clone() },
-                || RecordDetail::BufferFence {
-                    command,
-                    buffer: bid,
-                    fence_box,
-                },
-            );
+            let fence = self
+                .em
+                .create(InstructionKind::Fence { task: task.clone() }, || {
+                    RecordDetail::BufferFence {
+                        command,
+                        buffer: bid,
+                        fence_box,
+                    }
+                });
             match copy {
                 Some(c) => self
                     .em
                     .add_dependency(fence, c, DependencyOrigin::ReadFromAllocation),
-                None => self.em.add_dependency(
-                    fence,
-                    self.em.last_epoch,
-                    DependencyOrigin::LastEpoch,
-                ),
+                None => {
+                    self.em
+                        .add_dependency(fence, self.em.last_epoch, DependencyOrigin::LastEpoch)
+                }
             }
             self.unreferenced_user_allocations.push(user_allocation);
         }
         if let Some(&hoid) = task.side_effects().first() {
-            let fence = self.em.create(
-                InstructionKind::Fence { task: task.clone() },
-                || RecordDetail::HostObjectFence {
-                    command,
-                    host_object: hoid,
-                },
-            );
-            let object = self.host_objects.get_mut(&hoid).expect("unknown host object");
+            let fence = self
+                .em
+                .create(InstructionKind::Fence { task: task.clone() }, || {
+                    RecordDetail::HostObjectFence {
+                        command,
+                        host_object: hoid,
+                    }
+                });
+            let object = self
+                .host_objects
+                .get_mut(&hoid)
+                .expect("unknown host object");
             self.em
                 .add_dependency(fence, object.last_side_effect, DependencyOrigin::SideEffect);
             object.last_side_effect = fence;

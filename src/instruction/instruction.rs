@@ -296,9 +296,10 @@ impl InstructionKind {
         match self {
             K::Free { .. } => priority::FREE,
             K::Alloc { .. } => priority::ALLOC,
-            K::Send { .. } | K::Receive { .. } | K::SplitReceive { .. } | K::AwaitReceive { .. } => {
-                priority::TRANSFER
-            }
+            K::Send { .. }
+            | K::Receive { .. }
+            | K::SplitReceive { .. }
+            | K::AwaitReceive { .. } => priority::TRANSFER,
             K::Fence { .. } => priority::FENCE,
             K::DeviceKernel { .. } | K::HostTask { .. } => priority::KERNEL,
             K::Horizon { .. } | K::Epoch { .. } => priority::HORIZON,

@@ -23,10 +23,14 @@ pub mod reduction;
 #[cfg(test)]
 mod tests;
 
-pub use generator::{Batch, BufferFencePayload, InstructionGraphGenerator, Policies, SchedulingHint};
+pub use generator::{
+    Batch, BufferFencePayload, InstructionGraphGenerator, Policies, SchedulingHint,
+};
 pub use instruction::{
-    BufferAccessAllocation, CopyLayout, Instruction, InstructionGarbage, InstructionKind, Placement, priority,
+    BufferAccessAllocation, CopyLayout, Instruction, InstructionGarbage, InstructionKind,
+    Placement, priority,
 };
 pub use recorder::{
-    AllocOrigin, CopyOrigin, DependencyOrigin, InstructionRecord, InstructionRecorder, RecordDetail, ReductionScope,
+    AllocOrigin, CopyOrigin, DependencyOrigin, InstructionRecord, InstructionRecorder,
+    RecordDetail, ReductionScope,
 };

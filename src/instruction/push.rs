@@ -12,7 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::grid::{BoxVec, GridBox, Region, RegionBuilder, split_into_communicator_compatible_boxes};
+use crate::grid::{
+    BoxVec, GridBox, Region, RegionBuilder, split_into_communicator_compatible_boxes,
+};
 use crate::types::{CommandId, InstructionId, MemoryId, NodeId, ReductionId, TransferId};
 
 use super::generator::InstructionGraphGenerator;
@@ -20,7 +22,12 @@ use super::instruction::{InstructionKind, priority};
 use super::recorder::RecordDetail;
 
 impl InstructionGraphGenerator {
-    pub(super) fn compile_push(&mut self, command: CommandId, transfer: TransferId, targets: &[(NodeId, Region)]) {
+    pub(super) fn compile_push(
+        &mut self,
+        command: CommandId,
+        transfer: TransferId,
+        targets: &[(NodeId, Region)],
+    ) {
         let bid = transfer.buffer;
         for (target, region) in targets {
             if region.is_empty() {
@@ -37,7 +44,10 @@ impl InstructionGraphGenerator {
                 by_writer.entry(writer).or_default().add_box(b);
                 required.push(b);
             }
-            let send_regions: Vec<Region> = by_writer.into_values().map(RegionBuilder::into_region).collect();
+            let send_regions: Vec<Region> = by_writer
+                .into_values()
+                .map(RegionBuilder::into_region)
+                .collect();
             self.allocate_contiguously(bid, MemoryId::HOST, required);
             let mut reads = vec![Vec::new(); self.memories.len()];
             reads[MemoryId::HOST.0 as usize] = send_regions;
@@ -63,13 +73,19 @@ impl InstructionGraphGenerator {
                                     message,
                                     source: allocation.aid,
                                     allocation_range: allocation.allocated_box.range(),
-                                    offset_in_allocation: send_box.min() - allocation.allocated_box.min(),
+                                    offset_in_allocation: send_box.min()
+                                        - allocation.allocated_box.min(),
                                     send_range: send_box.range(),
                                     elem_size,
                                 },
-                                || RecordDetail::Send { command, transfer, send_box },
+                                || RecordDetail::Send {
+                                    command,
+                                    transfer,
+                                    send_box,
+                                },
                             );
-                            self.em.read_from_allocation(send, allocation, &send_box.into());
+                            self.em
+                                .read_from_allocation(send, allocation, &send_box.into());
                         }
                     }
                 }

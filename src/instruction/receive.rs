@@ -14,7 +14,9 @@
 //! Afterwards only host memory holds the received data.
 
 use crate::backend::system_info::MemoryMask;
-use crate::grid::{Region, connected_subregion_bounding_boxes, symmetrically_split_overlapping_regions};
+use crate::grid::{
+    Region, connected_subregion_bounding_boxes, symmetrically_split_overlapping_regions,
+};
 use crate::types::{BufferId, CommandId, MemoryId, ReductionId, TransferId};
 
 use super::buffer_state::{PendingGather, PendingReceive};
@@ -24,13 +26,24 @@ use super::recorder::{DependencyOrigin, RecordDetail};
 
 impl InstructionGraphGenerator {
     /// Stores an await-push until a reader needs it.
-    pub(super) fn defer_await_push(&mut self, command: CommandId, transfer: TransferId, region: &Region) {
+    pub(super) fn defer_await_push(
+        &mut self,
+        command: CommandId,
+        transfer: TransferId,
+        region: &Region,
+    ) {
         if let Some(r) = self.em.recorder_mut() {
             r.await_push_commands.push((transfer, command));
         }
-        let buffer = self.buffers.get_mut(&transfer.buffer).expect("unknown buffer");
+        let buffer = self
+            .buffers
+            .get_mut(&transfer.buffer)
+            .expect("unknown buffer");
         debug_assert!(
-            buffer.pending_receives.iter().all(|r| !r.region.intersects(region)),
+            buffer
+                .pending_receives
+                .iter()
+                .all(|r| !r.region.intersects(region)),
             "await-push into a region already awaited without a read in between"
         );
         if transfer.reduction == ReductionId::NONE {
@@ -50,14 +63,25 @@ impl InstructionGraphGenerator {
     }
 
     /// Emits the receives of `receive` into host memory, split by the `concurrent_reads`.
-    pub(super) fn commit_pending_receive(&mut self, bid: BufferId, receive: &PendingReceive, concurrent_reads: &[Region]) {
-        let transfer = TransferId { consumer: receive.consumer, buffer: bid, reduction: ReductionId::NONE };
+    pub(super) fn commit_pending_receive(
+        &mut self,
+        bid: BufferId,
+        receive: &PendingReceive,
+        concurrent_reads: &[Region],
+    ) {
+        let transfer = TransferId {
+            consumer: receive.consumer,
+            buffer: bid,
+            reduction: ReductionId::NONE,
+        };
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
         let elem_size = buffer.elem_size;
         let host = &mut buffer.memories[MemoryId::HOST.0 as usize];
         let mut allocations: Vec<usize> = Vec::new();
         for b in &receive.required_contiguous_boxes {
-            let i = host.find_contiguous(b).expect("received boxes are allocated contiguously");
+            let i = host
+                .find_contiguous(b)
+                .expect("received boxes are allocated contiguously");
             if !allocations.contains(&i) {
                 allocations.push(i);
             }
@@ -65,7 +89,9 @@ impl InstructionGraphGenerator {
 
         for i in allocations {
             let allocation = &mut host.allocations[i];
-            let received = receive.region.intersection_with_box(&allocation.allocated_box);
+            let received = receive
+                .region
+                .intersection_with_box(&allocation.allocated_box);
             let mut parts: Vec<Region> = concurrent_reads
                 .iter()
                 .map(|r| r.intersection(&received))
@@ -76,31 +102,55 @@ impl InstructionGraphGenerator {
 
             if parts.len() > 1 {
                 let split = self.em.create(
-                    InstructionKind::SplitReceive { transfer, region: received.clone(), dest: aid, allocated_box, elem_size },
+                    InstructionKind::SplitReceive {
+                        transfer,
+                        region: received.clone(),
+                        dest: aid,
+                        allocated_box,
+                        elem_size,
+                    },
                     || RecordDetail::Buffer { buffer: bid },
                 );
                 // ordered like a write, but only the awaits become writers
-                self.em.add_dependencies_on_last_accesses(split, allocation, &received, DependencyOrigin::WriteToAllocation);
+                self.em.add_dependencies_on_last_accesses(
+                    split,
+                    allocation,
+                    &received,
+                    DependencyOrigin::WriteToAllocation,
+                );
                 for part in parts {
-                    let await_receive = self
-                        .em
-                        .create(InstructionKind::AwaitReceive { transfer, region: part.clone() }, || RecordDetail::Buffer {
-                            buffer: bid,
-                        });
-                    self.em.add_dependency(await_receive, split, DependencyOrigin::SplitReceive);
+                    let await_receive = self.em.create(
+                        InstructionKind::AwaitReceive {
+                            transfer,
+                            region: part.clone(),
+                        },
+                        || RecordDetail::Buffer { buffer: bid },
+                    );
+                    self.em
+                        .add_dependency(await_receive, split, DependencyOrigin::SplitReceive);
                     allocation.track_atomic_write(&part, await_receive);
                     buffer.original_writers.update_region(&part, await_receive);
                 }
             } else {
                 let recv = self.em.create(
-                    InstructionKind::Receive { transfer, region: received.clone(), dest: aid, allocated_box, elem_size },
+                    InstructionKind::Receive {
+                        transfer,
+                        region: received.clone(),
+                        dest: aid,
+                        allocated_box,
+                        elem_size,
+                    },
                     || RecordDetail::Buffer { buffer: bid },
                 );
                 self.em.write_to_allocation(recv, allocation, &received);
                 buffer.original_writers.update_region(&received, recv);
             }
         }
-        buffer.original_write_memories.update_region(&receive.region, MemoryId::HOST);
-        buffer.up_to_date.update_region(&receive.region, MemoryMask::single(MemoryId::HOST));
+        buffer
+            .original_write_memories
+            .update_region(&receive.region, MemoryId::HOST);
+        buffer
+            .up_to_date
+            .update_region(&receive.region, MemoryMask::single(MemoryId::HOST));
     }
 }

@@ -32,7 +32,12 @@ pub(crate) struct LocalReduction {
 
 impl InstructionGraphGenerator {
     /// Allocates the gather space (and saves the current value) when there is more than one input.
-    pub(super) fn prepare_local_reduction(&mut self, reduction: &ReductionInfo, is_initializer: bool, num_chunks: usize) -> LocalReduction {
+    pub(super) fn prepare_local_reduction(
+        &mut self,
+        reduction: &ReductionInfo,
+        is_initializer: bool,
+        num_chunks: usize,
+    ) -> LocalReduction {
         let bid = reduction.bid;
         let include_value = reduction.init_from_buffer && is_initializer;
         let (elem_size, elem_align) = {
@@ -51,10 +56,19 @@ impl InstructionGraphGenerator {
         let gather_aid = self.new_allocation_id(MemoryId::HOST);
         let num_inputs = local.num_inputs;
         let alloc = self.em.create(
-            InstructionKind::Alloc { allocation: gather_aid, size_bytes: num_inputs * local.chunk_bytes, align_bytes: elem_align },
-            || RecordDetail::Alloc { origin: AllocOrigin::Gather, buffer: Some((bid, SCALAR_BOX)), num_chunks: Some(num_inputs) },
+            InstructionKind::Alloc {
+                allocation: gather_aid,
+                size_bytes: num_inputs * local.chunk_bytes,
+                align_bytes: elem_align,
+            },
+            || RecordDetail::Alloc {
+                origin: AllocOrigin::Gather,
+                buffer: Some((bid, SCALAR_BOX)),
+                num_chunks: Some(num_inputs),
+            },
         );
-        self.em.add_dependency(alloc, self.em.last_epoch, DependencyOrigin::LastEpoch);
+        self.em
+            .add_dependency(alloc, self.em.last_epoch, DependencyOrigin::LastEpoch);
         local.gather = Some((gather_aid, alloc));
         if include_value {
             let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
@@ -63,21 +77,33 @@ impl InstructionGraphGenerator {
                 InstructionKind::Copy {
                     source: source.aid,
                     dest: gather_aid,
-                    source_layout: CopyLayout::Strided { allocation: source.allocated_box },
+                    source_layout: CopyLayout::Strided {
+                        allocation: source.allocated_box,
+                    },
                     dest_layout: CopyLayout::Linearized { offset_bytes: 0 },
                     region: SCALAR_BOX.into(),
                     elem_size,
                 },
-                || RecordDetail::Copy { origin: CopyOrigin::Gather, buffer: bid },
+                || RecordDetail::Copy {
+                    origin: CopyOrigin::Gather,
+                    buffer: bid,
+                },
             );
-            self.em.add_dependency(copy, alloc, DependencyOrigin::AllocationLifetime);
-            self.em.read_from_allocation(copy, source, &SCALAR_BOX.into());
+            self.em
+                .add_dependency(copy, alloc, DependencyOrigin::AllocationLifetime);
+            self.em
+                .read_from_allocation(copy, source, &SCALAR_BOX.into());
         }
         local
     }
 
     /// Gathers the partial results and reduces them into host memory.
-    pub(super) fn finish_local_reduction(&mut self, local: &LocalReduction, reduction: &ReductionInfo, chunks: &[LocalChunk]) {
+    pub(super) fn finish_local_reduction(
+        &mut self,
+        local: &LocalReduction,
+        reduction: &ReductionInfo,
+        chunks: &[LocalChunk],
+    ) {
         let Some((gather_aid, gather_alloc)) = local.gather else {
             return;
         };
@@ -92,36 +118,66 @@ impl InstructionGraphGenerator {
                 InstructionKind::Copy {
                     source: source.aid,
                     dest: gather_aid,
-                    source_layout: CopyLayout::Strided { allocation: source.allocated_box },
-                    dest_layout: CopyLayout::Linearized { offset_bytes: (local.first_chunk_slot + j) * elem_size },
+                    source_layout: CopyLayout::Strided {
+                        allocation: source.allocated_box,
+                    },
+                    dest_layout: CopyLayout::Linearized {
+                        offset_bytes: (local.first_chunk_slot + j) * elem_size,
+                    },
                     region: scalar.clone(),
                     elem_size,
                 },
-                || RecordDetail::Copy { origin: CopyOrigin::Gather, buffer: bid },
+                || RecordDetail::Copy {
+                    origin: CopyOrigin::Gather,
+                    buffer: bid,
+                },
             );
-            self.em.add_dependency(copy, gather_alloc, DependencyOrigin::AllocationLifetime);
+            self.em
+                .add_dependency(copy, gather_alloc, DependencyOrigin::AllocationLifetime);
             self.em.read_from_allocation(copy, source, &scalar);
             copies.push(copy);
         }
         let dest = buffer.memories[MemoryId::HOST.0 as usize].contiguous_mut(&SCALAR_BOX);
         let reduce = self.em.create(
-            InstructionKind::Reduce { reduction: reduction.rid, source: gather_aid, num_source_values: local.num_inputs, dest: dest.aid },
-            || RecordDetail::Reduce { command: None, buffer: bid, scope: ReductionScope::Local },
+            InstructionKind::Reduce {
+                reduction: reduction.rid,
+                source: gather_aid,
+                num_source_values: local.num_inputs,
+                dest: dest.aid,
+            },
+            || RecordDetail::Reduce {
+                command: None,
+                buffer: bid,
+                scope: ReductionScope::Local,
+            },
         );
         for copy in copies {
-            self.em.add_dependency(reduce, copy, DependencyOrigin::ReadFromAllocation);
+            self.em
+                .add_dependency(reduce, copy, DependencyOrigin::ReadFromAllocation);
         }
         self.em.write_to_allocation(reduce, dest, &scalar);
         buffer.track_original_write(&scalar, reduce, MemoryId::HOST);
         let size_bytes = local.num_inputs * local.chunk_bytes;
-        let free = self
-            .em
-            .create(InstructionKind::Free { allocation: gather_aid }, || RecordDetail::Free { size_bytes, buffer: None });
-        self.em.add_dependency(free, reduce, DependencyOrigin::AllocationLifetime);
+        let free = self.em.create(
+            InstructionKind::Free {
+                allocation: gather_aid,
+            },
+            || RecordDetail::Free {
+                size_bytes,
+                buffer: None,
+            },
+        );
+        self.em
+            .add_dependency(free, reduce, DependencyOrigin::AllocationLifetime);
     }
 
     /// Compiles a reduction command: gathers all nodes' partial results and reduces them.
-    pub(super) fn compile_reduction(&mut self, command: CommandId, reduction: &ReductionInfo, has_local_contribution: bool) {
+    pub(super) fn compile_reduction(
+        &mut self,
+        command: CommandId,
+        reduction: &ReductionInfo,
+        has_local_contribution: bool,
+    ) {
         debug_assert!(self.num_nodes > 1, "reduction command on a single node");
         let bid = reduction.bid;
         let num_nodes = self.num_nodes;
@@ -139,15 +195,29 @@ impl InstructionGraphGenerator {
         let gather_aid = self.new_allocation_id(MemoryId::HOST);
         let gather_box = gather.gather_box;
         let alloc = self.em.create(
-            InstructionKind::Alloc { allocation: gather_aid, size_bytes: num_nodes * node_chunk_bytes, align_bytes: elem_align },
-            || RecordDetail::Alloc { origin: AllocOrigin::Gather, buffer: Some((bid, gather_box)), num_chunks: Some(num_nodes) },
+            InstructionKind::Alloc {
+                allocation: gather_aid,
+                size_bytes: num_nodes * node_chunk_bytes,
+                align_bytes: elem_align,
+            },
+            || RecordDetail::Alloc {
+                origin: AllocOrigin::Gather,
+                buffer: Some((bid, gather_box)),
+                num_chunks: Some(num_nodes),
+            },
         );
-        self.em.add_dependency(alloc, self.em.last_epoch, DependencyOrigin::LastEpoch);
+        self.em
+            .add_dependency(alloc, self.em.last_epoch, DependencyOrigin::LastEpoch);
         let fill = self.em.create(
-            InstructionKind::FillIdentity { reduction: reduction.rid, allocation: gather_aid, num_values: num_nodes },
+            InstructionKind::FillIdentity {
+                reduction: reduction.rid,
+                allocation: gather_aid,
+                num_values: num_nodes,
+            },
             || RecordDetail::Buffer { buffer: bid },
         );
-        self.em.add_dependency(fill, alloc, DependencyOrigin::AllocationLifetime);
+        self.em
+            .add_dependency(fill, alloc, DependencyOrigin::AllocationLifetime);
 
         let scalar: Region = SCALAR_BOX.into();
         let mut local_copy = None;
@@ -166,44 +236,77 @@ impl InstructionGraphGenerator {
                 InstructionKind::Copy {
                     source: source.aid,
                     dest: gather_aid,
-                    source_layout: CopyLayout::Strided { allocation: source.allocated_box },
+                    source_layout: CopyLayout::Strided {
+                        allocation: source.allocated_box,
+                    },
                     dest_layout: CopyLayout::Linearized { offset_bytes },
                     region: scalar.clone(),
                     elem_size,
                 },
-                || RecordDetail::Copy { origin: CopyOrigin::Gather, buffer: bid },
+                || RecordDetail::Copy {
+                    origin: CopyOrigin::Gather,
+                    buffer: bid,
+                },
             );
-            self.em.add_dependency(copy, fill, DependencyOrigin::WriteToAllocation);
+            self.em
+                .add_dependency(copy, fill, DependencyOrigin::WriteToAllocation);
             self.em.read_from_allocation(copy, source, &scalar);
             local_copy = Some(copy);
         }
 
-        let transfer = TransferId { consumer: gather.consumer, buffer: bid, reduction: gather.reduction };
+        let transfer = TransferId {
+            consumer: gather.consumer,
+            buffer: bid,
+            reduction: gather.reduction,
+        };
         let gather_receive = self.em.create(
-            InstructionKind::GatherReceive { transfer, dest: gather_aid, node_chunk_bytes },
+            InstructionKind::GatherReceive {
+                transfer,
+                dest: gather_aid,
+                node_chunk_bytes,
+            },
             || RecordDetail::Buffer { buffer: bid },
         );
-        self.em.add_dependency(gather_receive, fill, DependencyOrigin::WriteToAllocation);
+        self.em
+            .add_dependency(gather_receive, fill, DependencyOrigin::WriteToAllocation);
 
         self.allocate_contiguously(bid, MemoryId::HOST, std::iter::once(SCALAR_BOX).collect());
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
         let dest = buffer.memories[MemoryId::HOST.0 as usize].contiguous_mut(&SCALAR_BOX);
         let reduce = self.em.create(
-            InstructionKind::Reduce { reduction: reduction.rid, source: gather_aid, num_source_values: num_nodes, dest: dest.aid },
-            || RecordDetail::Reduce { command: Some(command), buffer: bid, scope: ReductionScope::Global },
+            InstructionKind::Reduce {
+                reduction: reduction.rid,
+                source: gather_aid,
+                num_source_values: num_nodes,
+                dest: dest.aid,
+            },
+            || RecordDetail::Reduce {
+                command: Some(command),
+                buffer: bid,
+                scope: ReductionScope::Global,
+            },
         );
-        self.em.add_dependency(reduce, gather_receive, DependencyOrigin::ReadFromAllocation);
+        self.em
+            .add_dependency(reduce, gather_receive, DependencyOrigin::ReadFromAllocation);
         if let Some(copy) = local_copy {
-            self.em.add_dependency(reduce, copy, DependencyOrigin::ReadFromAllocation);
+            self.em
+                .add_dependency(reduce, copy, DependencyOrigin::ReadFromAllocation);
         }
         self.em.write_to_allocation(reduce, dest, &scalar);
         buffer.track_original_write(&scalar, reduce, MemoryId::HOST);
 
         let size_bytes = num_nodes * node_chunk_bytes;
-        let free = self
-            .em
-            .create(InstructionKind::Free { allocation: gather_aid }, || RecordDetail::Free { size_bytes, buffer: None });
-        self.em.add_dependency(free, reduce, DependencyOrigin::AllocationLifetime);
+        let free = self.em.create(
+            InstructionKind::Free {
+                allocation: gather_aid,
+            },
+            || RecordDetail::Free {
+                size_bytes,
+                buffer: None,
+            },
+        );
+        self.em
+            .add_dependency(free, reduce, DependencyOrigin::AllocationLifetime);
         buffer.pending_gathers.clear();
     }
 }

@@ -197,7 +197,10 @@ impl Ctx {
                 self.queue.push((cmd, hint));
                 let drain = flush
                     || (self.lookahead == Lookahead::Auto && self.horizons_since_mergeable >= 2)
-                    || self.queue.iter().all(|(_, h)| *h == SchedulingHint::IsSelfContained);
+                    || self
+                        .queue
+                        .iter()
+                        .all(|(_, h)| *h == SchedulingHint::IsSelfContained);
                 if drain {
                     for (cmd, _) in std::mem::take(&mut self.queue) {
                         self.compile(&cmd);
@@ -218,14 +221,21 @@ impl Ctx {
         self.buffer_with(range, 4, host_initialized)
     }
 
-    pub fn buffer_with(&mut self, range: &[usize], elem_size: usize, host_initialized: bool) -> BufferId {
+    pub fn buffer_with(
+        &mut self,
+        range: &[usize],
+        elem_size: usize,
+        host_initialized: bool,
+    ) -> BufferId {
         let bid = BufferId(self.next_bid);
         self.next_bid += 1;
         let r = Range::from_slice(range);
-        self.tm.notify_buffer_created(bid, range.len().max(1), r, host_initialized);
+        self.tm
+            .notify_buffer_created(bid, range.len().max(1), r, host_initialized);
         self.cggen.notify_buffer_created(bid, r, host_initialized);
         let user = host_initialized.then(|| self.alloc_user());
-        self.iggen.notify_buffer_created(bid, r, elem_size, elem_size, user);
+        self.iggen
+            .notify_buffer_created(bid, r, elem_size, elem_size, user);
         bid
     }
 
@@ -268,9 +278,16 @@ impl Ctx {
         self.submit(TaskSpec::host(range.len(), Range::from_slice(range)), cg)
     }
 
-    pub fn fence_buffer(&mut self, bid: BufferId, region: Option<Subrange>) -> (TaskId, AllocationId) {
+    pub fn fence_buffer(
+        &mut self,
+        bid: BufferId,
+        region: Option<Subrange>,
+    ) -> (TaskId, AllocationId) {
         let user = self.alloc_user();
-        let payload = Arc::new(BufferFencePayload { user_allocation: user, promise: None });
+        let payload = Arc::new(BufferFencePayload {
+            user_allocation: user,
+            promise: None,
+        });
         let tid = self.tm.fence_buffer(bid, region, Some(payload)).unwrap();
         self.pump();
         (tid, user)
@@ -367,7 +384,14 @@ pub(crate) fn is_epoch(k: &InstructionKind) -> bool {
 
 /// An alloc's memory, box (for buffer allocations) and size.
 pub(crate) fn alloc_info(r: &InstructionRecord) -> (MemoryId, Option<crate::grid::GridBox>, usize) {
-    let InstructionKind::Alloc { allocation, size_bytes, .. } = r.kind() else { panic!("not an alloc") };
+    let InstructionKind::Alloc {
+        allocation,
+        size_bytes,
+        ..
+    } = r.kind()
+    else {
+        panic!("not an alloc")
+    };
     let b = match &r.detail {
         RecordDetail::Alloc { buffer, .. } => buffer.map(|(_, b)| b),
         _ => None,
@@ -376,9 +400,21 @@ pub(crate) fn alloc_info(r: &InstructionRecord) -> (MemoryId, Option<crate::grid
 }
 
 /// A copy's source / destination memories, region and origin.
-pub(crate) fn copy_info(r: &InstructionRecord) -> (MemoryId, MemoryId, crate::grid::Region, CopyOrigin) {
-    let InstructionKind::Copy { source, dest, region, .. } = r.kind() else { panic!("not a copy") };
-    let RecordDetail::Copy { origin, .. } = r.detail else { panic!("copy without detail") };
+pub(crate) fn copy_info(
+    r: &InstructionRecord,
+) -> (MemoryId, MemoryId, crate::grid::Region, CopyOrigin) {
+    let InstructionKind::Copy {
+        source,
+        dest,
+        region,
+        ..
+    } = r.kind()
+    else {
+        panic!("not a copy")
+    };
+    let RecordDetail::Copy { origin, .. } = r.detail else {
+        panic!("copy without detail")
+    };
     (source.memory(), dest.memory(), region.clone(), origin)
 }
 
@@ -400,7 +436,13 @@ impl Ctx {
     pub fn dump(&self) -> String {
         let mut s = String::new();
         for r in self.all() {
-            s.push_str(&format!("{} {:?} deps={:?} {:?}\n", r.id(), r.kind(), r.dependencies, r.detail));
+            s.push_str(&format!(
+                "{} {:?} deps={:?} {:?}\n",
+                r.id(),
+                r.kind(),
+                r.dependencies,
+                r.detail
+            ));
         }
         s
     }

@@ -14,7 +14,11 @@ fn access_fronts_collapse_into_epochs() {
     let mut f = AccessFront::single(i(3), FrontMode::Read);
     f.add(i(5));
     f.add(i(9));
-    assert_eq!(f.with_epoch_applied(i(2)), f, "nothing older than the epoch");
+    assert_eq!(
+        f.with_epoch_applied(i(2)),
+        f,
+        "nothing older than the epoch"
+    );
     let g = f.with_epoch_applied(i(6));
     assert_eq!(g.instructions(), &[i(6), i(9)]);
     assert_eq!(g.mode(), FrontMode::Read);
@@ -41,18 +45,32 @@ fn allocation_fronts_track_reads_and_writes() {
     a.begin_concurrent_writes(&left);
     a.track_concurrent_write(&left, i(5));
     a.track_concurrent_write(&left, i(6));
-    assert_eq!(a.last_writers.get_region_values(&left)[0].1.instructions(), &[i(5), i(6)]);
+    assert_eq!(
+        a.last_writers.get_region_values(&left)[0].1.instructions(),
+        &[i(5), i(6)]
+    );
     a.apply_epoch(i(5));
-    assert_eq!(a.last_writers.get_region_values(&left)[0].1.instructions(), &[i(5), i(6)]);
+    assert_eq!(
+        a.last_writers.get_region_values(&left)[0].1.instructions(),
+        &[i(5), i(6)]
+    );
     a.apply_epoch(i(7));
-    assert!(a.last_writers.get_region_values(&whole.into()).iter().all(|(_, f)| f.is_only(i(7))));
+    assert!(
+        a.last_writers
+            .get_region_values(&whole.into())
+            .iter()
+            .all(|(_, f)| f.is_only(i(7)))
+    );
 }
 
 fn growing_writes(lookahead: Lookahead) -> Ctx {
     let mut ctx = Ctx::builder().lookahead(lookahead).horizon_step(2).build();
     let buf = ctx.buffer(&[20], false);
     for n in 0..20 {
-        ctx.device(&[1], CommandGroup::new().discard_write(buf, RangeMapper::Fixed(sr([n, 0, 0], [1, 1, 1]))));
+        ctx.device(
+            &[1],
+            CommandGroup::new().discard_write(buf, RangeMapper::Fixed(sr([n, 0, 0], [1, 1, 1]))),
+        );
     }
     ctx.finish();
     ctx
@@ -69,16 +87,30 @@ fn lookahead_merges_growing_allocations() {
     }
     let ctx = growing_writes(Lookahead::None);
     assert_eq!(ctx.select(is_alloc).len(), 20);
-    assert!(ctx.recorder().warnings().iter().any(|w| w.contains("frequent allocations")));
+    assert!(
+        ctx.recorder()
+            .warnings()
+            .iter()
+            .any(|w| w.contains("frequent allocations"))
+    );
 }
 
 #[test]
 fn anticipate_reports_whether_a_command_allocates() {
     let mut ctx = Ctx::new(1);
     let buf = ctx.buffer(&[64], false);
-    ctx.device(&[64], CommandGroup::new().discard_write(buf, RangeMapper::OneToOne));
+    ctx.device(
+        &[64],
+        CommandGroup::new().discard_write(buf, RangeMapper::OneToOne),
+    );
     // the same access again needs no allocation
-    let tid = ctx.tm.submit(TaskSpec::device(1, Range::from_slice(&[64])), CommandGroup::new().read_write(buf, RangeMapper::OneToOne)).unwrap();
+    let tid = ctx
+        .tm
+        .submit(
+            TaskSpec::device(1, Range::from_slice(&[64])),
+            CommandGroup::new().read_write(buf, RangeMapper::OneToOne),
+        )
+        .unwrap();
     let _ = tid;
     let tasks: Vec<_> = std::mem::take(&mut *ctx.tasks.lock().unwrap());
     let mut hints = Vec::new();
@@ -90,20 +122,31 @@ fn anticipate_reports_whether_a_command_allocates() {
     }
     assert!(hints.iter().all(|h| *h == SchedulingHint::IsSelfContained));
     let other = ctx.buffer(&[8], false);
-    let tid = ctx.tm.submit(TaskSpec::device(1, Range::from_slice(&[1])), CommandGroup::new().discard_write(other, RangeMapper::All)).unwrap();
+    let tid = ctx
+        .tm
+        .submit(
+            TaskSpec::device(1, Range::from_slice(&[1])),
+            CommandGroup::new().discard_write(other, RangeMapper::All),
+        )
+        .unwrap();
     let _ = tid;
     let tasks: Vec<_> = std::mem::take(&mut *ctx.tasks.lock().unwrap());
     let cmd = &ctx.cggen.build_task(&tasks[0]).unwrap()[0];
-    assert_eq!(ctx.iggen.anticipate(cmd), SchedulingHint::CouldMergeWithFutureCommands);
+    assert_eq!(
+        ctx.iggen.anticipate(cmd),
+        SchedulingHint::CouldMergeWithFutureCommands
+    );
 }
-
 
 #[test]
 fn long_runs_keep_the_tracking_state_bounded() {
     let mut ctx = Ctx::builder().devices(2).horizon_step(1).build();
     let buf = ctx.buffer(&[256], true);
     for _ in 0..100 {
-        ctx.device(&[256], CommandGroup::new().read_write(buf, RangeMapper::OneToOne));
+        ctx.device(
+            &[256],
+            CommandGroup::new().read_write(buf, RangeMapper::OneToOne),
+        );
         ctx.host(&[256], CommandGroup::new().read(buf, RangeMapper::All));
     }
     let state = &ctx.iggen.buffers[&buf];
@@ -118,5 +161,7 @@ fn long_runs_keep_the_tracking_state_bounded() {
     assert!(fronts <= 12, "{fronts} access-front entries");
     // every tracked instruction is recent
     let latest = ctx.all().last().unwrap().id().0;
-    state.original_writers.for_each(|_, w| assert!(latest - w.0 < 40));
+    state
+        .original_writers
+        .for_each(|_, w| assert!(latest - w.0 < 40));
 }
