@@ -50,17 +50,43 @@ impl InstructionGraphGenerator {
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
         let memory = &mut buffer.memories[mid.0 as usize];
         required.extend(memory.anticipated_contiguous_boxes.drain(..));
+        // Grow the required boxes by every existing allocation they overlap (transitively): this
+        // equals merging all boxes, since untouched allocations are disjoint and stay verbatim.
         let mut merged = required;
-        merged.extend(memory.allocations.iter().map(|a| a.allocated_box));
         merge_overlapping_bounding_boxes(&mut merged);
-
-        // allocations whose box survives verbatim stay; the others are resize sources
-        let (kept, mut sources): (Vec<_>, Vec<_>) = std::mem::take(&mut memory.allocations)
-            .into_iter()
-            .partition(|a| merged.contains(&a.allocated_box));
+        let mut absorbed = vec![false; memory.allocations.len()];
+        loop {
+            let mut grew = false;
+            for (a, done) in memory.allocations.iter().zip(absorbed.iter_mut()) {
+                if *done {
+                    continue;
+                }
+                if let Some(m) = merged.iter_mut().find(|m| m.intersects(&a.allocated_box)) {
+                    *m = m.bounding_box(&a.allocated_box);
+                    *done = true;
+                    grew = true;
+                }
+            }
+            if !grew {
+                break;
+            }
+            merge_overlapping_bounding_boxes(&mut merged);
+        }
+        // absorbed allocations whose box survives verbatim stay; the others are resize sources
+        let mut sources = Vec::new();
+        let (mut i, mut k) = (0, 0);
+        while i < memory.allocations.len() {
+            let resized = absorbed[k] && !merged.contains(&memory.allocations[i].allocated_box);
+            k += 1;
+            if resized {
+                sources.push(memory.allocations.remove(i));
+            } else {
+                i += 1;
+            }
+        }
         let mut new_boxes: BoxVec = merged
             .into_iter()
-            .filter(|b| !kept.iter().any(|a| a.allocated_box == *b))
+            .filter(|b| !memory.allocations.iter().any(|a| a.allocated_box == *b))
             .collect();
         debug_assert!(!new_boxes.is_empty());
         merge_connected_boxes(&mut new_boxes);
@@ -150,7 +176,6 @@ impl InstructionGraphGenerator {
 
         let memory = &mut buffer.memories[mid.0 as usize];
         memory.total_allocations += new_allocations.len();
-        memory.allocations = kept;
         memory.allocations.extend(new_allocations);
         if !memory.frequent_allocation_warned
             && memory.total_allocations >= FREQUENT_ALLOCATION_THRESHOLD
