@@ -52,8 +52,8 @@ impl celerity_subrange {
     /// The subrange as a box, rejecting coordinates that overflow.
     pub fn to_box(self, argument: &str) -> Result<GridBox> {
         let mut max = [0; 3];
-        for d in 0..3 {
-            max[d] = self.offset[d].checked_add(self.range[d]).ok_or_else(|| {
+        for (d, max) in max.iter_mut().enumerate() {
+            *max = self.offset[d].checked_add(self.range[d]).ok_or_else(|| {
                 Error::invalid_argument(format!(
                     "argument `{argument}`: offset {} + range {} overflows in dimension {d}",
                     self.offset[d], self.range[d]
@@ -65,7 +65,11 @@ impl celerity_subrange {
 }
 
 /// Checks a dimensionality argument (0 to 3).
-pub fn check_dims(dims: u32, argument: &str) -> Result<usize> {
+#[allow(
+    dead_code,
+    reason = "used by the buffer and submission functions (C API issue)"
+)]
+pub(crate) fn check_dims(dims: u32, argument: &str) -> Result<usize> {
     if dims > 3 {
         return Err(Error::invalid_argument(format!(
             "argument `{argument}` is {dims}, at most 3 dimensions are supported"
@@ -78,7 +82,11 @@ pub fn check_dims(dims: u32, argument: &str) -> Result<usize> {
 /// are treated as 1 when 0-D). NULL is an error naming `argument`.
 ///
 /// The C caller guarantees that a non-NULL pointer points to three readable `size_t`.
-pub fn read_range(ptr: *const usize, dims: usize, argument: &str) -> Result<Range> {
+#[allow(
+    dead_code,
+    reason = "used by the buffer and submission functions (C API issue)"
+)]
+pub(crate) fn read_range(ptr: *const usize, dims: usize, argument: &str) -> Result<Range> {
     if ptr.is_null() {
         return Err(Error::invalid_argument(format!(
             "argument `{argument}` is NULL"
@@ -100,7 +108,8 @@ pub fn read_range(ptr: *const usize, dims: usize, argument: &str) -> Result<Rang
 
 /// Reads an optional `const size_t[3]` offset for `dims` dimensions (NULL: zero); entries beyond
 /// `dims` must be 0.
-pub fn read_offset(ptr: *const usize, dims: usize, argument: &str) -> Result<Id> {
+#[allow(dead_code, reason = "used by the submission functions (C API issue)")]
+pub(crate) fn read_offset(ptr: *const usize, dims: usize, argument: &str) -> Result<Id> {
     if ptr.is_null() {
         return Ok(Id::default());
     }
