@@ -1,0 +1,291 @@
+//! Access modes and the buffer access map of a task: which regions of which buffers a task (or
+//! any chunk of it) consumes and produces.
+
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use smallvec::SmallVec;
+
+use super::range_mapper::{Chunk, Mapped, RangeMapper, fmt_box_dims, saturating_box};
+use super::task::TaskGeometry;
+use crate::grid::{BoxVec, GridBox, Range, Region, RegionBuilder};
+use crate::types::{BufferId, TaskId};
+
+/// How a kernel accesses a buffer (API.md, `celerity_access_mode`).
+///
+/// Producers are all modes but `Read`; consumers are all modes but the two discard modes. A plain
+/// `Write` is both: elements it does not write keep their values, so the old contents are needed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AccessMode {
+    /// Read only.
+    Read,
+    /// Write; elements not written keep their values.
+    Write,
+    /// Read and write.
+    ReadWrite,
+    /// Write; the previous contents of the accessed region are not needed.
+    DiscardWrite,
+    /// Read and write; the previous contents of the accessed region are not needed.
+    DiscardReadWrite,
+}
+
+impl AccessMode {
+    /// Every mode, in the C enum's order.
+    pub const ALL: [AccessMode; 5] = [
+        AccessMode::Read,
+        AccessMode::Write,
+        AccessMode::ReadWrite,
+        AccessMode::DiscardWrite,
+        AccessMode::DiscardReadWrite,
+    ];
+
+    /// True for every mode that writes.
+    #[inline]
+    pub fn is_producer(self) -> bool {
+        self != AccessMode::Read
+    }
+
+    /// True for every mode that needs the previous contents.
+    #[inline]
+    pub fn is_consumer(self) -> bool {
+        !matches!(
+            self,
+            AccessMode::DiscardWrite | AccessMode::DiscardReadWrite
+        )
+    }
+
+    /// Lower-case name for labels and records.
+    pub fn name(self) -> &'static str {
+        match self {
+            AccessMode::Read => "read",
+            AccessMode::Write => "write",
+            AccessMode::ReadWrite => "read_write",
+            AccessMode::DiscardWrite => "discard_write",
+            AccessMode::DiscardReadWrite => "discard_read_write",
+        }
+    }
+}
+
+/// One access of a task: a buffer (with the extent its mapper is clamped to), a mode and a mapper.
+#[derive(Clone, Debug)]
+pub struct BufferAccess {
+    /// The accessed buffer.
+    pub bid: BufferId,
+    /// How it is accessed.
+    pub mode: AccessMode,
+    /// Which part of it each chunk accesses.
+    pub mapper: RangeMapper,
+    /// The buffer's dimensionality.
+    pub buffer_dims: usize,
+    /// The buffer's extent.
+    pub buffer_range: Range,
+}
+
+/// Task-level consumed and produced regions of one buffer.
+#[derive(Clone, Debug)]
+struct BufferRegions {
+    bid: BufferId,
+    consumed: Region,
+    produced: Region,
+}
+
+/// The accesses of a task, with the task-level regions (one chunk spanning the whole iteration
+/// space) cached per buffer. Chunk-level queries evaluate the mappers again.
+#[derive(Debug)]
+pub struct BufferAccessMap {
+    task: TaskId,
+    geometry: TaskGeometry,
+    accesses: SmallVec<[BufferAccess; 2]>,
+    /// One entry per accessed buffer, in order of first access.
+    buffers: SmallVec<[BufferRegions; 2]>,
+    /// Set once a clamped custom mapper result has been reported for this task.
+    clamp_warned: AtomicBool,
+}
+
+/// Returned for buffers a task does not access.
+static EMPTY_REGION: LazyLock<Region> = LazyLock::new(Region::new);
+
+impl BufferAccessMap {
+    /// Evaluates every access on the whole iteration space of `geometry` and caches the
+    /// task-level regions. A custom mapper result outside its buffer is clamped and logged (once
+    /// per task, here or in a later chunk query).
+    pub fn new(
+        task: TaskId,
+        accesses: SmallVec<[BufferAccess; 2]>,
+        geometry: TaskGeometry,
+    ) -> Self {
+        let mut map = BufferAccessMap {
+            task,
+            geometry,
+            accesses,
+            buffers: SmallVec::new(),
+            clamp_warned: AtomicBool::new(false),
+        };
+        map.compute_task_regions();
+        map
+    }
+
+    /// A map without accesses (horizons, epochs, host-object fences, tasks without buffers).
+    pub fn empty(task: TaskId, geometry: TaskGeometry) -> Self {
+        Self::new(task, SmallVec::new(), geometry)
+    }
+
+    /// Fills `buffers`: per buffer, the union of its consuming and of its producing accesses.
+    fn compute_task_regions(&mut self) {
+        let whole = self.whole_chunk();
+        for i in 0..self.accesses.len() {
+            let (bid, mode) = (self.accesses[i].bid, self.accesses[i].mode);
+            let region = self.evaluate(i, &whole);
+            let consumed = if mode.is_consumer() {
+                region.clone()
+            } else {
+                Region::new()
+            };
+            let produced = if mode.is_producer() {
+                region
+            } else {
+                Region::new()
+            };
+            match self.buffers.iter_mut().find(|b| b.bid == bid) {
+                Some(entry) => {
+                    // a second access to the buffer: unite (rare, so plain unions suffice)
+                    entry.consumed = entry.consumed.union(&consumed);
+                    entry.produced = entry.produced.union(&produced);
+                }
+                None => self.buffers.push(BufferRegions {
+                    bid,
+                    consumed,
+                    produced,
+                }),
+            }
+        }
+    }
+
+    fn whole_chunk(&self) -> Chunk {
+        let g = &self.geometry;
+        Chunk::new(g.dims, g.global_offset, g.global_size, g.global_size)
+    }
+
+    fn chunk_of(&self, execution_range: &GridBox) -> Chunk {
+        let g = &self.geometry;
+        Chunk::new(
+            g.dims,
+            execution_range.min(),
+            execution_range.range(),
+            g.global_size,
+        )
+    }
+
+    /// Runs the mapper of access `i` and reports a clamped custom result once per task.
+    fn evaluate(&self, i: usize, chunk: &Chunk) -> Region {
+        let acc = &self.accesses[i];
+        let Mapped {
+            region,
+            clamped_from,
+        } = acc.mapper.map(chunk, acc.buffer_dims, acc.buffer_range);
+        let first_clamp = clamped_from.filter(|_| !self.clamp_warned.swap(true, Ordering::Relaxed));
+        if let Some(raw) = first_clamp {
+            let dims = acc.buffer_dims;
+            tracing::warn!(
+                "{}: custom range mapper of access #{i} returned {} outside buffer {} range {}; clamped to the buffer",
+                self.task,
+                fmt_box_dims(&saturating_box(raw), dims),
+                acc.bid,
+                fmt_box_dims(&GridBox::full_range(acc.buffer_range), dims),
+            );
+        }
+        region
+    }
+
+    /// The task these accesses belong to.
+    pub fn task(&self) -> TaskId {
+        self.task
+    }
+
+    /// The accesses, in submission order (the accessor index of the C ABI).
+    pub fn accesses(&self) -> &[BufferAccess] {
+        &self.accesses
+    }
+
+    /// Number of accesses.
+    pub fn num_accesses(&self) -> usize {
+        self.accesses.len()
+    }
+
+    /// Buffer and mode of access `n`.
+    pub fn nth_access(&self, n: usize) -> (BufferId, AccessMode) {
+        (self.accesses[n].bid, self.accesses[n].mode)
+    }
+
+    /// The accessed buffers, each once, in order of first access.
+    pub fn accessed_buffers(&self) -> impl ExactSizeIterator<Item = BufferId> + '_ {
+        self.buffers.iter().map(|b| b.bid)
+    }
+
+    /// True if some access targets `bid`.
+    pub fn accesses_buffer(&self, bid: BufferId) -> bool {
+        self.buffers.iter().any(|b| b.bid == bid)
+    }
+
+    fn regions_of(&self, bid: BufferId) -> Option<&BufferRegions> {
+        self.buffers.iter().find(|b| b.bid == bid)
+    }
+
+    /// Union of the consuming accesses to `bid` over the whole task (empty if none).
+    pub fn task_consumed_region(&self, bid: BufferId) -> &Region {
+        self.regions_of(bid).map_or(&EMPTY_REGION, |b| &b.consumed)
+    }
+
+    /// Union of the producing accesses to `bid` over the whole task (empty if none).
+    pub fn task_produced_region(&self, bid: BufferId) -> &Region {
+        self.regions_of(bid).map_or(&EMPTY_REGION, |b| &b.produced)
+    }
+
+    /// The region access `n` touches when the task runs `execution_range`.
+    pub fn requirements_for_nth_access(&self, n: usize, execution_range: &GridBox) -> Region {
+        self.evaluate(n, &self.chunk_of(execution_range))
+    }
+
+    fn union_of_accesses(
+        &self,
+        bid: BufferId,
+        execution_range: &GridBox,
+        keep: impl Fn(AccessMode) -> bool,
+    ) -> Region {
+        let chunk = self.chunk_of(execution_range);
+        let mut builder = RegionBuilder::new();
+        for (i, acc) in self.accesses.iter().enumerate() {
+            if acc.bid == bid && keep(acc.mode) {
+                builder.add_region(&self.evaluate(i, &chunk));
+            }
+        }
+        builder.into_region()
+    }
+
+    /// Union of the consuming accesses to `bid` for the chunk `execution_range`.
+    pub fn compute_consumed_region(&self, bid: BufferId, execution_range: &GridBox) -> Region {
+        self.union_of_accesses(bid, execution_range, AccessMode::is_consumer)
+    }
+
+    /// Union of the producing accesses to `bid` for the chunk `execution_range`.
+    pub fn compute_produced_region(&self, bid: BufferId, execution_range: &GridBox) -> Region {
+        self.union_of_accesses(bid, execution_range, AccessMode::is_producer)
+    }
+
+    /// One bounding box per non-empty access to `bid` for the chunk: the boxes that must be
+    /// allocated contiguously.
+    pub fn compute_required_contiguous_boxes(
+        &self,
+        bid: BufferId,
+        execution_range: &GridBox,
+    ) -> BoxVec {
+        let chunk = self.chunk_of(execution_range);
+        self.accesses
+            .iter()
+            .enumerate()
+            .filter(|(_, acc)| acc.bid == bid)
+            .map(|(i, _)| self.evaluate(i, &chunk).bounding_box())
+            .filter(|b| !b.is_empty())
+            .collect()
+    }
+}

@@ -1,0 +1,868 @@
+//! [`TaskManager`]: turns submissions into tasks with their dependencies, inserts horizons and
+//! epochs, and prunes what the executor has finished.
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use super::access::{BufferAccess, BufferAccessMap};
+use super::command_group::{CommandGroup, TaskSpec};
+use super::graph::TaskGraph;
+use super::range_mapper::{BufferLabel, RangeMapper, fmt_box_dims};
+use super::recorder::{TaskRecord, TaskRecorder};
+use super::task::{
+    Dependencies, Dependency, DependencyKind, DependencyOrigin, EpochAction, ReductionInfo, Task,
+    TaskGeometry, TaskPayload, TaskType,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::grid::{GridBox, Id, Range, Region, RegionBuilder, RegionMap, Subrange};
+use crate::runtime::config::ErrorPolicy;
+use crate::types::{BufferId, CollectiveGroupId, HostObjectId, IdMap, TaskId};
+
+/// Settings of the task manager.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TaskManagerConfig {
+    /// Number of nodes: the iteration space of collective host tasks.
+    pub num_collective_nodes: usize,
+    /// A horizon follows once the critical path has grown by this much since the last one.
+    pub horizon_step: u32,
+    /// A horizon follows once the execution front holds this many tasks.
+    pub horizon_max_parallelism: u32,
+    /// What to do on a read of uninitialised buffer data. The default, `Error`, is Celerity's
+    /// class default that its tests rely on; the runtime passes its configured policy.
+    pub uninitialized_read: ErrorPolicy,
+    /// Keep a [`TaskRecord`] of every task.
+    pub record: bool,
+}
+
+impl Default for TaskManagerConfig {
+    fn default() -> Self {
+        TaskManagerConfig {
+            num_collective_nodes: 1,
+            horizon_step: 4,
+            horizon_max_parallelism: 64,
+            uninitialized_read: ErrorPolicy::Error,
+            record: false,
+        }
+    }
+}
+
+/// Receives every task right after it was created, in creation order (the command graph
+/// generator's input).
+pub trait TaskDelegate {
+    /// Called once per created task, including horizons and epochs.
+    fn task_created(&mut self, task: &Arc<Task>);
+}
+
+impl<F: FnMut(&Arc<Task>)> TaskDelegate for F {
+    fn task_created(&mut self, task: &Arc<Task>) {
+        self(task)
+    }
+}
+
+/// Last writers per buffer element; `None` marks uninitialised data.
+pub type LastWriterMap = RegionMap<Option<TaskId>>;
+
+struct BufferState {
+    dims: usize,
+    range: Range,
+    name: Option<String>,
+    last_writers: LastWriterMap,
+}
+
+/// The point `[0,1)³` that reductions write (and read, when they include the old value).
+const SCALAR_BOX: GridBox = GridBox::UNIT;
+
+/// Builds the task graph on the application thread.
+///
+/// Protocol: construction creates the init epoch (task 0). Buffers and host objects are announced
+/// before use ([`TaskManager::notify_buffer_created`], ...). Each [`TaskManager::submit`],
+/// [`TaskManager::epoch`] or fence creates one task, hands it to the delegate and may add a
+/// horizon after a command-group task. When the executor reports a horizon or epoch reached, the
+/// runtime calls [`TaskManager::prune_before_epoch`] with the effective epoch (see
+/// [`EpochTracker`](super::EpochTracker)), which frees older tasks. After the shutdown epoch every
+/// submission is refused.
+pub struct TaskManager {
+    config: TaskManagerConfig,
+    delegate: Option<Box<dyn TaskDelegate + Send>>,
+    recorder: Option<TaskRecorder>,
+    graph: TaskGraph,
+    next_tid: u64,
+    buffers: IdMap<BufferId, BufferState>,
+    /// Last task with a side effect on each host object.
+    host_objects: IdMap<HostObjectId, Option<TaskId>>,
+    /// Last task of each collective group.
+    last_collective: IdMap<CollectiveGroupId, TaskId>,
+    /// Tasks without dependents, ascending.
+    execution_front: Vec<TaskId>,
+    /// Anchor for tasks without other true dependencies; last writer of host-initialised data.
+    epoch_for_new_tasks: TaskId,
+    /// The newest horizon; it becomes the epoch for new tasks when the next horizon is created.
+    current_horizon: Option<TaskId>,
+    max_critical_path_length: u32,
+    current_horizon_critical_path_length: u32,
+    num_user_command_groups: usize,
+    num_user_epochs: usize,
+    shut_down: bool,
+}
+
+/// The dependencies of a task under construction.
+struct DepsBuilder {
+    deps: Dependencies,
+    critical_path_length: u32,
+}
+
+impl DepsBuilder {
+    fn new() -> Self {
+        DepsBuilder {
+            deps: Dependencies::new(),
+            critical_path_length: 0,
+        }
+    }
+
+    /// Adds an edge; an existing edge is never duplicated, only upgraded from anti to true.
+    fn add(
+        &mut self,
+        graph: &TaskGraph,
+        dependee: TaskId,
+        kind: DependencyKind,
+        origin: DependencyOrigin,
+    ) {
+        if let Some(d) = self.deps.iter_mut().find(|d| d.task == dependee) {
+            if d.kind < kind {
+                d.kind = kind;
+                d.origin = origin;
+            }
+            return;
+        }
+        let dependee_length = graph
+            .get(dependee)
+            .expect("dependency on a task that is not live")
+            .critical_path_length();
+        self.critical_path_length = self.critical_path_length.max(dependee_length + 1);
+        self.deps.push(Dependency {
+            task: dependee,
+            kind,
+            origin,
+        });
+    }
+
+    fn has_true_dependency(&self) -> bool {
+        self.deps.iter().any(|d| d.kind == DependencyKind::True)
+    }
+}
+
+impl TaskManager {
+    /// A task manager holding only the init epoch, which `delegate` (if any) receives at once.
+    pub fn new(config: TaskManagerConfig, delegate: Option<Box<dyn TaskDelegate + Send>>) -> Self {
+        let mut tm = TaskManager {
+            config,
+            delegate,
+            recorder: config.record.then(TaskRecorder::new),
+            graph: TaskGraph::default(),
+            next_tid: 0,
+            buffers: IdMap::default(),
+            host_objects: IdMap::default(),
+            last_collective: IdMap::default(),
+            execution_front: Vec::new(),
+            epoch_for_new_tasks: TaskId::INIT_EPOCH,
+            current_horizon: None,
+            max_critical_path_length: 0,
+            current_horizon_critical_path_length: 0,
+            num_user_command_groups: 0,
+            num_user_epochs: 0,
+            shut_down: false,
+        };
+        let mut init = Task::bare(TaskId::INIT_EPOCH, TaskType::Epoch, None);
+        init.epoch_action = Some(EpochAction::Init);
+        tm.register(Arc::new(init), DepsBuilder::new());
+        tm
+    }
+
+    // ===== configuration and announcements =====
+
+    /// The settings in use.
+    pub fn config(&self) -> &TaskManagerConfig {
+        &self.config
+    }
+
+    /// Sets the critical-path growth that triggers a horizon (0: a horizon after every task).
+    pub fn set_horizon_step(&mut self, step: u32) {
+        self.config.horizon_step = step;
+    }
+
+    /// Sets the execution-front size that triggers a horizon (at least 1).
+    pub fn set_horizon_max_parallelism(&mut self, max_parallelism: u32) {
+        self.config.horizon_max_parallelism = max_parallelism.max(1);
+    }
+
+    /// Announces a buffer. A host-initialised buffer counts as written by the current epoch, so
+    /// reading it never trips the uninitialised-read check.
+    pub fn notify_buffer_created(
+        &mut self,
+        bid: BufferId,
+        dims: usize,
+        range: Range,
+        host_initialized: bool,
+    ) {
+        let initial = host_initialized.then_some(self.epoch_for_new_tasks);
+        let previous = self.buffers.insert(
+            bid,
+            BufferState {
+                dims,
+                range,
+                name: None,
+                last_writers: RegionMap::new(range, initial),
+            },
+        );
+        debug_assert!(previous.is_none(), "{bid} announced twice");
+    }
+
+    /// Sets a buffer's debug name (used in messages and records).
+    pub fn notify_buffer_name_changed(&mut self, bid: BufferId, name: &str) {
+        if let Some(buffer) = self.buffers.get_mut(&bid) {
+            buffer.name = Some(name.to_owned());
+        }
+    }
+
+    /// Forgets a buffer; later submissions naming it are refused.
+    pub fn notify_buffer_destroyed(&mut self, bid: BufferId) {
+        self.buffers.remove(&bid);
+    }
+
+    /// Announces a host object.
+    pub fn notify_host_object_created(&mut self, hoid: HostObjectId) {
+        self.host_objects.insert(hoid, None);
+    }
+
+    /// Forgets a host object.
+    pub fn notify_host_object_destroyed(&mut self, hoid: HostObjectId) {
+        self.host_objects.remove(&hoid);
+    }
+
+    // ===== queries =====
+
+    /// The live task `tid` (not yet pruned).
+    pub fn task(&self, tid: TaskId) -> Option<&Arc<Task>> {
+        self.graph.get(tid)
+    }
+
+    /// The live tasks that depend on `tid`.
+    pub fn dependents(&self, tid: TaskId) -> &[TaskId] {
+        self.graph.dependents(tid)
+    }
+
+    /// The live part of the task graph.
+    pub fn graph(&self) -> &TaskGraph {
+        &self.graph
+    }
+
+    /// Number of live tasks (what pruning bounds).
+    pub fn num_live_tasks(&self) -> usize {
+        self.graph.len()
+    }
+
+    /// Tasks without dependents, ascending.
+    pub fn execution_front(&self) -> &[TaskId] {
+        &self.execution_front
+    }
+
+    /// The longest critical path of any task created so far.
+    pub fn max_critical_path_length(&self) -> u32 {
+        self.max_critical_path_length
+    }
+
+    /// The newest horizon, until an epoch supersedes it.
+    pub fn current_horizon(&self) -> Option<TaskId> {
+        self.current_horizon
+    }
+
+    /// The epoch or applied horizon that new tasks without true dependencies depend on.
+    pub fn epoch_for_new_tasks(&self) -> TaskId {
+        self.epoch_for_new_tasks
+    }
+
+    /// The id the next task will get.
+    pub fn next_task_id(&self) -> TaskId {
+        TaskId(self.next_tid)
+    }
+
+    /// The last writers of a buffer (`None`: uninitialised).
+    pub fn last_writers(&self, bid: BufferId) -> Option<&LastWriterMap> {
+        self.buffers.get(&bid).map(|b| &b.last_writers)
+    }
+
+    /// Total number of last-writer entries over all buffers (tracking state that horizons bound).
+    pub fn num_last_writer_entries(&self) -> usize {
+        self.buffers.values().map(|b| b.last_writers.len()).sum()
+    }
+
+    /// The recorder, when `config.record` is set.
+    pub fn recorder(&self) -> Option<&TaskRecorder> {
+        self.recorder.as_ref()
+    }
+
+    /// `B3 "name"` for messages.
+    pub fn buffer_label(&self, bid: BufferId) -> BufferLabel<'_> {
+        BufferLabel {
+            id: bid,
+            name: self.buffers.get(&bid).and_then(|b| b.name.as_deref()),
+        }
+    }
+
+    // ===== task creation =====
+
+    fn check_running(&self, what: &str) -> Result<()> {
+        if self.shut_down {
+            return Err(Error::invalid_state(format!(
+                "{what}: the task graph has already received its shutdown epoch"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Creates the task of a command group, computes its dependencies and hands it to the
+    /// delegate; a horizon may follow. On error nothing changes (no task id is used up).
+    ///
+    /// Errors: `InvalidArgument` for bad geometry, hints, accesses, side effects or reductions
+    /// (see API.md's bad-input list); `AccessPattern` for an uninitialised read under policy
+    /// `Error`; `InvalidState` after shutdown.
+    pub fn submit(&mut self, spec: TaskSpec, cg: CommandGroup) -> Result<TaskId> {
+        self.check_running("submit")?;
+        let tid = TaskId(self.next_tid);
+        let task = self.build_command_group_task(tid, spec, cg)?;
+        let deps = self.compute_dependencies(&task)?;
+        self.register(task, deps);
+        self.num_user_command_groups += 1;
+        if self.need_new_horizon() {
+            self.generate_horizon();
+        }
+        Ok(tid)
+    }
+
+    /// Creates an epoch that depends on the whole execution front and becomes the epoch for new
+    /// tasks at once. After [`EpochAction::Shutdown`] nothing more is accepted.
+    pub fn epoch(&mut self, action: EpochAction, payload: Option<TaskPayload>) -> Result<TaskId> {
+        self.check_running("epoch")?;
+        if action == EpochAction::Init {
+            return Err(Error::invalid_argument(
+                "epoch: the init epoch is created with the task manager",
+            ));
+        }
+        let tid = TaskId(self.next_tid);
+        let mut epoch = Task::bare(tid, TaskType::Epoch, payload);
+        epoch.epoch_action = Some(action);
+        let deps = self.front_dependencies();
+        self.register(Arc::new(epoch), deps);
+        self.set_epoch_for_new_tasks(tid);
+        self.current_horizon = None;
+        self.current_horizon_critical_path_length = self.max_critical_path_length;
+
+        if action == EpochAction::Shutdown {
+            self.shut_down = true;
+            if self.num_user_command_groups > 100
+                && self.num_user_epochs * 10 >= self.num_user_command_groups
+            {
+                tracing::warn!(
+                    "Your program appears to call celerity_wait() excessively, which may lead to performance degradation. \
+                     Consider using fences for data-dependent branching and waiting only on a very coarse granularity."
+                );
+            }
+        } else {
+            self.num_user_epochs += 1;
+        }
+        Ok(tid)
+    }
+
+    /// Creates a fence that reads `region` of a buffer (`None`: all of it).
+    pub fn fence_buffer(
+        &mut self,
+        bid: BufferId,
+        region: Option<Subrange>,
+        payload: Option<TaskPayload>,
+    ) -> Result<TaskId> {
+        self.check_running("fence")?;
+        let buffer = self.buffer("fence", bid)?;
+        let mapper = match region {
+            Some(sr) => RangeMapper::Fixed(sr),
+            None => RangeMapper::All,
+        };
+        mapper.validate_for_buffer(self.buffer_label(bid), buffer.dims, buffer.range)?;
+        let access = BufferAccess {
+            bid,
+            mode: super::AccessMode::Read,
+            mapper,
+            buffer_dims: buffer.dims,
+            buffer_range: buffer.range,
+        };
+        let tid = TaskId(self.next_tid);
+        let mut fence = Task::bare(tid, TaskType::Fence, payload);
+        fence.access_map =
+            BufferAccessMap::new(tid, smallvec::smallvec![access], TaskGeometry::default());
+        let fence = Arc::new(fence);
+        let deps = self.compute_dependencies(&fence)?;
+        self.register(fence, deps);
+        Ok(tid)
+    }
+
+    /// Creates a fence that waits for every side effect on a host object submitted before it.
+    pub fn fence_host_object(
+        &mut self,
+        hoid: HostObjectId,
+        payload: Option<TaskPayload>,
+    ) -> Result<TaskId> {
+        self.check_running("fence")?;
+        self.check_host_object("fence", hoid)?;
+        let tid = TaskId(self.next_tid);
+        let mut fence = Task::bare(tid, TaskType::Fence, payload);
+        fence.side_effects.push(hoid);
+        let fence = Arc::new(fence);
+        let deps = self.compute_dependencies(&fence)?;
+        self.register(fence, deps);
+        Ok(tid)
+    }
+
+    /// Frees every live task older than `epoch`, an epoch or horizon the executor has reached
+    /// that is at most the current epoch for new tasks (see [`EpochTracker`](super::EpochTracker)).
+    /// Older bounds are harmless; newer ones are clamped, as the tracking state still refers to
+    /// tasks up to the epoch for new tasks.
+    pub fn prune_before_epoch(&mut self, epoch: TaskId) {
+        self.graph.erase_before(epoch.min(self.epoch_for_new_tasks));
+    }
+
+    // ===== internals =====
+
+    fn buffer(&self, what: &str, bid: BufferId) -> Result<&BufferState> {
+        self.buffers
+            .get(&bid)
+            .ok_or_else(|| Error::invalid_argument(format!("{what}: unknown buffer {bid}")))
+    }
+
+    fn check_host_object(&self, what: &str, hoid: HostObjectId) -> Result<()> {
+        if !self.host_objects.contains_key(&hoid) {
+            return Err(Error::invalid_argument(format!(
+                "{what}: unknown host object {hoid}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Validates a command group and turns it into a task without dependencies.
+    fn build_command_group_task(
+        &self,
+        tid: TaskId,
+        spec: TaskSpec,
+        cg: CommandGroup,
+    ) -> Result<Arc<Task>> {
+        let (ty, mut geometry, collective_group) = match spec {
+            TaskSpec::DeviceKernel {
+                dims,
+                range,
+                offset,
+            } => (
+                TaskType::DeviceCompute,
+                checked_geometry(dims, range, offset)?,
+                CollectiveGroupId::NONE,
+            ),
+            TaskSpec::HostDistributed {
+                dims,
+                range,
+                offset,
+            } => (
+                TaskType::HostCompute,
+                checked_geometry(dims, range, offset)?,
+                CollectiveGroupId::NONE,
+            ),
+            TaskSpec::HostOnce => (
+                TaskType::HostCompute,
+                TaskGeometry::default(),
+                CollectiveGroupId::NONE,
+            ),
+            TaskSpec::MasterNode => (
+                TaskType::MasterNode,
+                TaskGeometry::default(),
+                CollectiveGroupId::NONE,
+            ),
+            TaskSpec::Collective(group) => {
+                if group == CollectiveGroupId::NONE {
+                    return Err(Error::invalid_argument(
+                        "collective host task: collective group CG0 means \"not collective\"",
+                    ));
+                }
+                let nodes = Range::new(self.config.num_collective_nodes, 1, 1);
+                (
+                    TaskType::Collective,
+                    TaskGeometry::new(1, nodes, Id::ZERO),
+                    group,
+                )
+            }
+        };
+        let variable_split = matches!(ty, TaskType::DeviceCompute | TaskType::HostCompute);
+
+        if let Some(g) = cg.granularity {
+            let divides = (0..3).all(|d| g[d] > 0 && geometry.global_size[d] % g[d] == 0);
+            if !variable_split && g != Range::ONE {
+                return Err(Error::invalid_argument(format!(
+                    "constrain_split: granularity {g:?} applies only to kernels and distributed host tasks"
+                )));
+            }
+            if !divides {
+                return Err(Error::invalid_argument(format!(
+                    "constrain_split: granularity {g:?} does not divide the range {:?}",
+                    geometry.global_size
+                )));
+            }
+            geometry.granularity = g;
+        }
+        if cg.hints.oversubscribe == 0 {
+            return Err(Error::invalid_argument(
+                "hint_oversubscribe: factor 0 (must be at least 1)",
+            ));
+        }
+
+        let mut side_effects: SmallVec<[HostObjectId; 2]> = SmallVec::new();
+        for &hoid in &cg.side_effects {
+            if ty == TaskType::DeviceCompute {
+                return Err(Error::invalid_argument(format!(
+                    "side_effect: {hoid} in a device kernel (side effects need a host task)"
+                )));
+            }
+            self.check_host_object("side_effect", hoid)?;
+            if !side_effects.contains(&hoid) {
+                side_effects.push(hoid);
+            }
+        }
+
+        let mut accesses: SmallVec<[BufferAccess; 2]> = SmallVec::with_capacity(cg.accesses.len());
+        for (bid, mode, mapper) in cg.accesses {
+            let buffer = self.buffer("access", bid)?;
+            mapper.validate(
+                geometry.dims,
+                self.buffer_label(bid),
+                buffer.dims,
+                buffer.range,
+            )?;
+            accesses.push(BufferAccess {
+                bid,
+                mode,
+                mapper,
+                buffer_dims: buffer.dims,
+                buffer_range: buffer.range,
+            });
+        }
+
+        let mut reductions: SmallVec<[ReductionInfo; 1]> = SmallVec::new();
+        for red in &cg.reductions {
+            if !variable_split {
+                return Err(Error::invalid_argument(format!(
+                    "reduction: a {} cannot reduce (only kernels and distributed host tasks can)",
+                    ty.description()
+                )));
+            }
+            let buffer = self.buffer("reduction", red.bid)?;
+            let label = self.buffer_label(red.bid);
+            if buffer.range.size() != 1 {
+                return Err(Error::invalid_argument(format!(
+                    "reduction: buffer {label} has {} elements; a reduction needs a buffer of one element",
+                    buffer.range.size()
+                )));
+            }
+            if reductions.iter().any(|r| r.bid == red.bid) {
+                return Err(Error::invalid_argument(format!(
+                    "reduction: two reductions on buffer {label} in one command group"
+                )));
+            }
+            if accesses.iter().any(|a| a.bid == red.bid) {
+                return Err(Error::invalid_argument(format!(
+                    "reduction: buffer {label} is both accessed and reduced in one command group"
+                )));
+            }
+            reductions.push(ReductionInfo {
+                rid: red.rid,
+                bid: red.bid,
+                init_from_buffer: !red.initialize_to_identity,
+            });
+        }
+
+        Ok(Arc::new(Task {
+            id: tid,
+            ty,
+            epoch_action: None,
+            collective_group,
+            geometry,
+            access_map: BufferAccessMap::new(tid, accesses, geometry),
+            side_effects,
+            reductions,
+            hints: cg.hints,
+            name: cg.name.map(String::into_boxed_str),
+            payload: cg.payload,
+            dependencies: Dependencies::new(),
+            critical_path_length: 0,
+        }))
+    }
+
+    /// Computes the dependencies of a new task (data flow, side effects, collective groups,
+    /// epoch anchoring) and updates the tracking state. All checks that can fail run before the
+    /// first change.
+    fn compute_dependencies(&mut self, task: &Task) -> Result<DepsBuilder> {
+        let (tid, bam) = (task.id, &task.access_map);
+        let mut deps = DepsBuilder::new();
+
+        // buffers with their task-level regions, reductions included
+        let (scalar, nothing) = (Region::from_box(SCALAR_BOX), Region::new());
+        let mut buffers: SmallVec<[(BufferId, &Region, &Region); 4]> = bam
+            .accessed_buffers()
+            .map(|bid| {
+                (
+                    bid,
+                    bam.task_consumed_region(bid),
+                    bam.task_produced_region(bid),
+                )
+            })
+            .collect();
+        for red in &task.reductions {
+            let consumed = if red.init_from_buffer {
+                &scalar
+            } else {
+                &nothing
+            };
+            buffers.push((red.bid, consumed, &scalar));
+        }
+
+        // 1. true dependencies on the last writers of what is consumed (no changes yet)
+        for (bid, consumed, _) in &buffers {
+            if consumed.is_empty() {
+                continue;
+            }
+            let buffer = &self.buffers[bid];
+            let mut uninitialized = RegionBuilder::new();
+            for (b, writer) in buffer.last_writers.get_region_values(consumed) {
+                match writer {
+                    Some(w) => deps.add(
+                        &self.graph,
+                        w,
+                        DependencyKind::True,
+                        DependencyOrigin::Dataflow,
+                    ),
+                    None => {
+                        uninitialized.add_box(b);
+                    }
+                }
+            }
+            if !uninitialized.is_empty() && self.config.uninitialized_read != ErrorPolicy::Ignore {
+                let message =
+                    self.uninitialized_read_message(task, *bid, uninitialized.into_region());
+                if self.config.uninitialized_read == ErrorPolicy::Error {
+                    return Err(Error::new(ErrorKind::AccessPattern, message));
+                }
+                tracing::warn!("{message}");
+            }
+        }
+
+        // 2. anti-dependencies on the readers of what is overwritten; new last writers
+        for (bid, _, produced) in &buffers {
+            if produced.is_empty() {
+                continue;
+            }
+            let buffer = self.buffers.get_mut(bid).expect("validated buffer");
+            let mut writers: SmallVec<[TaskId; 4]> = SmallVec::new();
+            for (_, writer) in buffer.last_writers.get_region_values(produced) {
+                match writer {
+                    Some(w) if !writers.contains(&w) => writers.push(w),
+                    _ => {}
+                }
+            }
+            for w in writers {
+                let mut has_anti_dependents = false;
+                for &dependent in self.graph.dependents(w) {
+                    let reader = self.graph.get(dependent).expect("live dependent");
+                    if reader
+                        .access_map()
+                        .task_consumed_region(*bid)
+                        .intersects(produced)
+                    {
+                        deps.add(
+                            &self.graph,
+                            dependent,
+                            DependencyKind::Anti,
+                            DependencyOrigin::Dataflow,
+                        );
+                        has_anti_dependents = true;
+                    }
+                }
+                if !has_anti_dependents {
+                    // no reader in between: order the writes (a no-op if there is a true edge)
+                    deps.add(
+                        &self.graph,
+                        w,
+                        DependencyKind::Anti,
+                        DependencyOrigin::Dataflow,
+                    );
+                }
+            }
+            buffer.last_writers.update_region(produced, Some(tid));
+        }
+
+        // 3. side effects: serialise per host object
+        for hoid in &task.side_effects {
+            let last = self
+                .host_objects
+                .get_mut(hoid)
+                .expect("validated host object");
+            if let Some(prev) = last.replace(tid) {
+                deps.add(
+                    &self.graph,
+                    prev,
+                    DependencyKind::True,
+                    DependencyOrigin::SideEffect,
+                );
+            }
+        }
+
+        // 4. collective groups: serialise per group
+        if task.collective_group != CollectiveGroupId::NONE {
+            if let Some(prev) = self.last_collective.insert(task.collective_group, tid) {
+                deps.add(
+                    &self.graph,
+                    prev,
+                    DependencyKind::True,
+                    DependencyOrigin::CollectiveGroupSerialization,
+                );
+            }
+        }
+
+        // 5. anchor on the current epoch
+        if !deps.has_true_dependency() {
+            deps.add(
+                &self.graph,
+                self.epoch_for_new_tasks,
+                DependencyKind::True,
+                DependencyOrigin::LastEpoch,
+            );
+        }
+        Ok(deps)
+    }
+
+    fn uninitialized_read_message(&self, task: &Task, bid: BufferId, region: Region) -> String {
+        let bam = &task.access_map;
+        let pure_read = !bam
+            .accesses()
+            .iter()
+            .any(|a| a.bid == bid && a.mode.is_producer());
+        let label = task.title();
+        let dims = self.buffers[&bid].dims;
+        let boxes: Vec<String> = region
+            .boxes()
+            .iter()
+            .map(|b| fmt_box_dims(b, dims))
+            .collect();
+        format!(
+            "{label} declares a {} access on uninitialized {} {{{}}}.{}",
+            if pure_read { "reading" } else { "consuming" },
+            self.buffer_label(bid),
+            boxes.join(", "),
+            if pure_read {
+                ""
+            } else {
+                " Make sure to use a discard access mode (no_init) if this was unintentional."
+            }
+        )
+    }
+
+    /// True dependencies on the whole execution front (for horizons and epochs).
+    fn front_dependencies(&self) -> DepsBuilder {
+        let mut deps = DepsBuilder::new();
+        for &t in &self.execution_front {
+            deps.add(
+                &self.graph,
+                t,
+                DependencyKind::True,
+                DependencyOrigin::ExecutionFront,
+            );
+        }
+        deps
+    }
+
+    /// Creates the task, links it into the graph and the execution front, and announces it.
+    fn register(&mut self, mut task: Arc<Task>, mut deps: DepsBuilder) {
+        let tid = TaskId(self.next_tid);
+        debug_assert_eq!(task.id, tid);
+        self.next_tid += 1;
+        // a canonical order: the same edges print the same on every node
+        deps.deps.sort_unstable_by_key(|d| d.task);
+        for d in &deps.deps {
+            if let Ok(i) = self.execution_front.binary_search(&d.task) {
+                self.execution_front.remove(i);
+            }
+        }
+        self.execution_front.push(tid);
+        self.max_critical_path_length =
+            self.max_critical_path_length.max(deps.critical_path_length);
+        {
+            let t = Arc::get_mut(&mut task).expect("a new task is not shared yet");
+            t.dependencies = deps.deps;
+            t.critical_path_length = deps.critical_path_length;
+        }
+        self.graph.push(Arc::clone(&task));
+        if let Some(recorder) = &mut self.recorder {
+            let buffers = &self.buffers;
+            recorder.record(TaskRecord::new(&task, |bid| {
+                buffers.get(&bid).and_then(|b| b.name.clone())
+            }));
+        }
+        if let Some(delegate) = &mut self.delegate {
+            delegate.task_created(&task);
+        }
+    }
+
+    fn need_new_horizon(&self) -> bool {
+        let step = self.max_critical_path_length - self.current_horizon_critical_path_length;
+        step >= self.config.horizon_step
+            || self.execution_front.len() >= self.config.horizon_max_parallelism as usize
+    }
+
+    /// Creates a horizon on the execution front and applies the previous horizon (if any) as the
+    /// epoch for new tasks: the one-horizon lag.
+    fn generate_horizon(&mut self) -> TaskId {
+        let tid = TaskId(self.next_tid);
+        self.current_horizon_critical_path_length = self.max_critical_path_length;
+        let previous = self.current_horizon.replace(tid);
+        let deps = self.front_dependencies();
+        self.register(Arc::new(Task::bare(tid, TaskType::Horizon, None)), deps);
+        if let Some(previous) = previous {
+            self.set_epoch_for_new_tasks(previous);
+        }
+        tid
+    }
+
+    /// Makes `epoch` the anchor of new tasks and replaces every older entry of the tracking
+    /// state by it, which bounds both the state and the fan-in of later tasks.
+    fn set_epoch_for_new_tasks(&mut self, epoch: TaskId) {
+        let older = |t: TaskId| if t < epoch { epoch } else { t };
+        for buffer in self.buffers.values_mut() {
+            buffer.last_writers.apply_to_values(|w| w.map(older));
+        }
+        for last in self.last_collective.values_mut() {
+            *last = older(*last);
+        }
+        for last in self.host_objects.values_mut().flatten() {
+            *last = older(*last);
+        }
+        self.epoch_for_new_tasks = epoch;
+    }
+}
+
+/// Checks a submitted iteration space.
+fn checked_geometry(dims: usize, range: Range, offset: Id) -> Result<TaskGeometry> {
+    if dims > 3 {
+        return Err(Error::invalid_argument(format!(
+            "dims {dims} is more than 3"
+        )));
+    }
+    if range.is_empty() {
+        return Err(Error::invalid_argument(format!(
+            "range {range:?} is empty: kernels and distributed host tasks need at least one item"
+        )));
+    }
+    Ok(TaskGeometry::new(dims, range, offset))
+}
