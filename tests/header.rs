@@ -34,10 +34,7 @@ fn generate() -> String {
         builder = builder.with_src(source);
     }
     let mut out = Vec::new();
-    builder
-        .generate()
-        .expect("cbindgen failed")
-        .write(&mut out);
+    builder.generate().expect("cbindgen failed").write(&mut out);
     String::from_utf8(out).expect("header is UTF-8")
 }
 
@@ -93,7 +90,10 @@ fn header_defines_only_prefixed_names() {
     for line in header.lines() {
         let name = if let Some(rest) = line.strip_prefix("#define ") {
             rest.split_whitespace().next()
-        } else if let Some(pointer) = line.strip_prefix("typedef ").and_then(|l| l.split_once("(*")) {
+        } else if let Some(pointer) = line
+            .strip_prefix("typedef ")
+            .and_then(|l| l.split_once("(*"))
+        {
             pointer.1.split(')').next()
         } else if line.starts_with("typedef ") && line.ends_with(';') {
             line.trim_end_matches(';').split_whitespace().last()
@@ -103,7 +103,11 @@ fn header_defines_only_prefixed_names() {
             None
         };
         if let Some(name) = name {
-            let name = name.trim_start_matches('*').split('(').next().unwrap_or(name);
+            let name = name
+                .trim_start_matches('*')
+                .split('(')
+                .next()
+                .unwrap_or(name);
             assert!(
                 name.starts_with("celerity_") || name.starts_with("CELERITY_"),
                 "header defines unprefixed name `{name}`: {line}"
