@@ -95,9 +95,7 @@ fn header_defines_only_prefixed_names() {
             .and_then(|l| l.split_once("(*"))
         {
             pointer.1.split(')').next()
-        } else if line.starts_with("typedef ") && line.ends_with(';') {
-            line.trim_end_matches(';').split_whitespace().last()
-        } else if line.starts_with("} ") && line.ends_with(';') {
+        } else if (line.starts_with("typedef ") || line.starts_with("} ")) && line.ends_with(';') {
             line.trim_end_matches(';').split_whitespace().last()
         } else {
             None
