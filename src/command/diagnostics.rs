@@ -27,7 +27,11 @@ fn report(policy: ErrorPolicy, message: impl FnOnce() -> String) -> Result<()> {
 /// `[0,4)x[2,8) ∪ ...` over the region's effective dimensions.
 pub(super) fn fmt_region(region: &Region) -> String {
     let dims = region.effective_dims().max(1);
-    let boxes: Vec<String> = region.boxes().iter().map(|b| fmt_box_dims(b, dims)).collect();
+    let boxes: Vec<String> = region
+        .boxes()
+        .iter()
+        .map(|b| fmt_box_dims(b, dims))
+        .collect();
     format!("{{{}}}", boxes.join(", "))
 }
 

@@ -133,11 +133,12 @@ impl CommandGraphGenerator {
     /// A new buffer of `range`. Its contents count as present and fresh on every node, so
     /// neither host-initialised nor uninitialised data is ever transferred.
     pub fn notify_buffer_created(&mut self, bid: BufferId, range: Range, host_initialized: bool) {
-        let initialized = if host_initialized && self.policies.uninitialized_read != ErrorPolicy::Ignore {
-            Region::from_box(GridBox::full_range(range))
-        } else {
-            Region::new()
-        };
+        let initialized =
+            if host_initialized && self.policies.uninitialized_read != ErrorPolicy::Ignore {
+                Region::from_box(GridBox::full_range(range))
+            } else {
+                Region::new()
+            };
         let state = BufferState::new(
             range,
             WriteState::new(self.epoch_for_new_commands, false),
@@ -318,7 +319,12 @@ impl CommandGraphGenerator {
             .any(|d| d.kind == DependencyKind::True);
         if !has_true {
             let epoch = self.epoch_for_new_commands;
-            self.add_dependency(cmd, epoch, DependencyKind::True, DependencyOrigin::LastEpoch);
+            self.add_dependency(
+                cmd,
+                epoch,
+                DependencyKind::True,
+                DependencyOrigin::LastEpoch,
+            );
         }
     }
 
@@ -354,7 +360,12 @@ impl CommandGraphGenerator {
         }
         for t in targets {
             if t != write_cmd {
-                self.add_dependency(write_cmd, t, DependencyKind::Anti, DependencyOrigin::Dataflow);
+                self.add_dependency(
+                    write_cmd,
+                    t,
+                    DependencyKind::Anti,
+                    DependencyOrigin::Dataflow,
+                );
             }
         }
     }
@@ -416,7 +427,12 @@ impl CommandGraphGenerator {
 
     fn generate_horizon(&mut self, task: &Task) {
         let completed_reductions = std::mem::take(&mut self.completed_reductions);
-        let cmd = self.create(task.id(), CommandKind::Horizon { completed_reductions });
+        let cmd = self.create(
+            task.id(),
+            CommandKind::Horizon {
+                completed_reductions,
+            },
+        );
         if let Some(previous) = self.current_horizon.replace(cmd) {
             self.set_epoch_for_new_commands(previous);
         }
@@ -482,7 +498,9 @@ impl CommandGraphGenerator {
             for req in requirements {
                 let bid = req.bid;
                 if !req.consumed.is_empty() {
-                    let writers = self.buffers[&bid].last_writers.get_region_values(&req.consumed);
+                    let writers = self.buffers[&bid]
+                        .last_writers
+                        .get_region_values(&req.consumed);
                     for (_, ws) in writers {
                         debug_assert!(ws.is_fresh(), "unresolved remote data dependency");
                         self.add_dependency(

@@ -134,7 +134,10 @@ mod tests {
         let b = NodeBitset::single(NodeId(64));
         assert!(a.contains(NodeId(200)) && !a.contains(NodeId(64)));
         let u = a.union(&b);
-        assert_eq!(u.iter().collect::<Vec<_>>(), [NodeId(3), NodeId(64), NodeId(200)]);
+        assert_eq!(
+            u.iter().collect::<Vec<_>>(),
+            [NodeId(3), NodeId(64), NodeId(200)]
+        );
         assert!(NodeBitset::EMPTY.is_empty() && !u.is_empty());
         assert_eq!(format!("{b:?}"), "{N64}");
     }

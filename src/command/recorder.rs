@@ -119,7 +119,8 @@ impl CommandRecorder {
 
     /// Records `cmd`.
     pub fn record(&mut self, cmd: &Command, buffer_name: impl Fn(BufferId) -> Option<String>) {
-        self.records.push(CommandRecord::new(cmd, self.node, buffer_name));
+        self.records
+            .push(CommandRecord::new(cmd, self.node, buffer_name));
     }
 
     /// The node.

@@ -108,7 +108,12 @@ impl CommandGraphGenerator {
             let cmd = self.create(task.id(), CommandKind::Push { transfer, targets });
             scratch.sources.sort_unstable();
             for source in scratch.sources {
-                self.add_dependency(cmd, source, DependencyKind::True, DependencyOrigin::Dataflow);
+                self.add_dependency(
+                    cmd,
+                    source,
+                    DependencyKind::True,
+                    DependencyOrigin::Dataflow,
+                );
             }
             self.table.add_read(cmd, scratch.bid, all.into_region());
         }

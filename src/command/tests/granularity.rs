@@ -5,7 +5,10 @@ use super::*;
 use RangeMapper::OneToOne;
 
 fn dim0_sizes(ctx: &Ctx, tid: TaskId) -> Vec<usize> {
-    ctx.task(tid).records().map(|r| r.execution_range().unwrap().range()[0]).collect()
+    ctx.task(tid)
+        .records()
+        .map(|r| r.execution_range().unwrap().range()[0])
+        .collect()
 }
 
 #[test]
@@ -20,12 +23,16 @@ fn splits_respect_task_granularity() {
     let perfect = [
         ctx.device(&[256]).constrain_split(&[32]).submit(),
         ctx.device(&[256, 19]).constrain_split(&[32, 19]).submit(),
-        ctx.device(&[256, 19, 31]).constrain_split(&[32, 19, 31]).submit(),
+        ctx.device(&[256, 19, 31])
+            .constrain_split(&[32, 19, 31])
+            .submit(),
     ];
     let rebalance = [
         ctx.device(&[320]).constrain_split(&[32]).submit(),
         ctx.device(&[320, 19]).constrain_split(&[32, 19]).submit(),
-        ctx.device(&[320, 19, 31]).constrain_split(&[32, 19, 31]).submit(),
+        ctx.device(&[320, 19, 31])
+            .constrain_split(&[32, 19, 31])
+            .submit(),
     ];
     for tid in simple {
         let sizes = dim0_sizes(&ctx, tid);
@@ -48,13 +55,19 @@ fn splits_respect_split_constraints() {
     let a = ctx.device(&[128]).constrain_split(&[64]).submit();
     assert_eq!(ctx.task(a).count(), 2);
     for n in 0..2 {
-        assert_eq!(ctx.task(a).on(n).one().execution_range().unwrap().range(), Range([64, 1, 1]));
+        assert_eq!(
+            ctx.task(a).on(n).one().execution_range().unwrap().range(),
+            Range([64, 1, 1])
+        );
     }
     // an nd-range of work-group 32 constrained to 3: the least common multiple, 96
     let b = ctx.device(&[192]).constrain_split(&[96]).submit();
     assert_eq!(ctx.task(b).count(), 2);
     for n in 0..2 {
-        assert_eq!(ctx.task(b).on(n).one().execution_range().unwrap().range(), Range([96, 1, 1]));
+        assert_eq!(
+            ctx.task(b).on(n).one().execution_range().unwrap().range(),
+            Range([96, 1, 1])
+        );
     }
 }
 
@@ -64,7 +77,10 @@ fn split_2d_hint_creates_2d_chunks() {
     let a = ctx.device(&[128, 128]).split_2d().submit();
     assert_eq!(ctx.task(a).count(), 4);
     for n in 0..4 {
-        assert_eq!(ctx.task(a).on(n).one().execution_range().unwrap().range(), Range([64, 64, 1]));
+        assert_eq!(
+            ctx.task(a).on(n).one().execution_range().unwrap().range(),
+            Range([64, 64, 1])
+        );
     }
 }
 
@@ -73,9 +89,15 @@ fn no_empty_chunks() {
     for dims in 1..=3 {
         for nd in [false, true] {
             let mut ctx = Ctx::new(3);
-            let range = if nd { &[16, 2, 2][..dims] } else { &[2, 2, 2][..dims] };
+            let range = if nd {
+                &[16, 2, 2][..dims]
+            } else {
+                &[2, 2, 2][..dims]
+            };
             let tid = if nd {
-                ctx.device(range).constrain_split(&[8, 1, 1][..dims]).submit()
+                ctx.device(range)
+                    .constrain_split(&[8, 1, 1][..dims])
+                    .submit()
             } else {
                 ctx.device(range).submit()
             };
@@ -85,7 +107,10 @@ fn no_empty_chunks() {
             for n in 0..2 {
                 let mut expected = Range::from_slice(range);
                 expected[0] /= 2;
-                assert_eq!(cmds.on(n).one().execution_range().unwrap().range(), expected);
+                assert_eq!(
+                    cmds.on(n).one().execution_range().unwrap().range(),
+                    expected
+                );
             }
         }
     }

@@ -23,8 +23,8 @@ use crate::error::Result;
 use crate::grid::{GridBox, Id, Range, Region, Subrange};
 use crate::runtime::config::ErrorPolicy;
 use crate::task::{
-    AccessMode, Chunk, CommandGroup, EpochAction, RangeMapper, Task, TaskManager, TaskManagerConfig,
-    TaskSpec,
+    AccessMode, Chunk, CommandGroup, EpochAction, RangeMapper, Task, TaskManager,
+    TaskManagerConfig, TaskSpec,
 };
 use crate::types::{
     BufferId, CollectiveGroupId, CommandId, HostObjectId, NodeId, ReductionId, TaskId,
@@ -219,7 +219,8 @@ impl Ctx {
 
     /// The commands of `tid` on all nodes.
     pub fn task(&self, tid: TaskId) -> Sel<'_> {
-        self.all().filter(|r| r.task == tid && r.kind.is_task_command())
+        self.all()
+            .filter(|r| r.task == tid && r.kind.is_task_command())
     }
 
     /// The commands of the task called `name` on all nodes.
@@ -297,7 +298,10 @@ pub(super) fn custom(f: impl Fn(&Chunk) -> Subrange + Send + Sync + 'static) -> 
 }
 
 pub(super) fn fixed(offset: &[usize], range: &[usize]) -> RangeMapper {
-    RangeMapper::Fixed(Subrange::new(Id::from_slice(offset), Range::from_slice(range)))
+    RangeMapper::Fixed(Subrange::new(
+        Id::from_slice(offset),
+        Range::from_slice(range),
+    ))
 }
 
 /// The 1-D subrange `[lo, hi)`.
@@ -331,7 +335,10 @@ impl PartialEq for Sel<'_> {
 impl std::fmt::Debug for Sel<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
-            .entries(self.records().map(|r| (r.node, r.id, r.task, r.kind.name())))
+            .entries(
+                self.records()
+                    .map(|r| (r.node, r.id, r.task, r.kind.name())),
+            )
             .finish()
     }
 }
@@ -360,7 +367,13 @@ impl<'a> Sel<'a> {
     }
 
     pub fn on(&self, nid: u64) -> Sel<'a> {
-        self.with(self.items.iter().copied().filter(|(n, _)| *n == nid).collect())
+        self.with(
+            self.items
+                .iter()
+                .copied()
+                .filter(|(n, _)| *n == nid)
+                .collect(),
+        )
     }
 
     pub fn kind(&self, name: &str) -> Sel<'a> {

@@ -15,7 +15,10 @@ fn targets(pairs: &[(u64, Region)]) -> Vec<(NodeId, Region)> {
 fn required_transfers_1d_reversed_write_then_read() {
     let mut ctx = Ctx::new(4);
     let buf = ctx.buffer(&[256], false);
-    ctx.device(&[256]).name("init").discard_write(buf, reverse_1d(256)).submit();
+    ctx.device(&[256])
+        .name("init")
+        .discard_write(buf, reverse_1d(256))
+        .submit();
     assert_eq!(ctx.named("init").count_per_node(), 1);
     ctx.device(&[256]).read(buf, OneToOne).submit();
     assert_eq!(ctx.kind("push").count(), 4);
@@ -30,7 +33,10 @@ fn required_transfers_1d_reversed_write_then_read() {
             targets(&[(3 - n, r1(&[written]))]),
             "push on N{n}"
         );
-        assert_eq!(ctx.kind("await push").on(n).one().await_region().unwrap(), &r1(&[mine]));
+        assert_eq!(
+            ctx.kind("await push").on(n).one().await_region().unwrap(),
+            &r1(&[mine])
+        );
     }
 }
 
@@ -38,7 +44,11 @@ fn check_2d_3d(dims: usize) {
     let mut ctx = Ctx::new(4);
     let range = &[256, 256, 256][..dims];
     let buf = ctx.buffer(range, false);
-    ctx.device(range).name("init").split_2d().discard_write(buf, OneToOne).submit();
+    ctx.device(range)
+        .name("init")
+        .split_2d()
+        .discard_write(buf, OneToOne)
+        .submit();
     assert_eq!(ctx.named("init").count_per_node(), 1);
     ctx.device(range).read(buf, All).submit();
     assert_eq!(ctx.kind("push").count(), 4);
@@ -51,8 +61,12 @@ fn check_2d_3d(dims: usize) {
     };
     for n in 0..4u64 {
         let q = Region::from_box(quadrant(n));
-        let expected: Vec<(u64, Region)> = (0..4).filter(|&m| m != n).map(|m| (m, q.clone())).collect();
-        assert_eq!(ctx.kind("push").on(n).one().push_targets().unwrap(), targets(&expected));
+        let expected: Vec<(u64, Region)> =
+            (0..4).filter(|&m| m != n).map(|m| (m, q.clone())).collect();
+        assert_eq!(
+            ctx.kind("push").on(n).one().push_targets().unwrap(),
+            targets(&expected)
+        );
         assert_eq!(
             ctx.kind("await push").on(n).one().await_region().unwrap(),
             &whole.difference(&q)
@@ -89,20 +103,37 @@ fn single_push_per_buffer_and_task() {
     let mut ctx = Ctx::new(2);
     let buf0 = ctx.buffer(&[128], false);
     let buf1 = ctx.buffer(&[128], false);
-    ctx.device(&[64]).discard_write(buf0, OneToOne).discard_write(buf1, OneToOne).submit();
+    ctx.device(&[64])
+        .discard_write(buf0, OneToOne)
+        .discard_write(buf1, OneToOne)
+        .submit();
     ctx.device_at(&[64], &[64])
         .discard_write(buf0, OneToOne)
         .discard_write(buf1, OneToOne)
         .submit();
-    ctx.device(&[128]).read(buf0, All).read(buf1, fixed(&[0], &[64])).submit();
+    ctx.device(&[128])
+        .read(buf0, All)
+        .read(buf1, fixed(&[0], &[64]))
+        .submit();
     ctx.set_chunk_multiplier(4);
     ctx.device(&[128]).read(buf1, fixed(&[64], &[64])).submit();
 
     assert_eq!(ctx.kind("push").count(), 6);
-    let push = |bid, n, i| ctx.kind("push").of_buffer(bid).on(n).nth(i).push_targets().unwrap().to_vec();
+    let push = |bid, n, i| {
+        ctx.kind("push")
+            .of_buffer(bid)
+            .on(n)
+            .nth(i)
+            .push_targets()
+            .unwrap()
+            .to_vec()
+    };
     assert_eq!(push(buf0, 0, 0), targets(&[(1, r1(&[(0, 32), (64, 96)]))]));
     assert_eq!(push(buf1, 0, 0), targets(&[(1, r1(&[(0, 32)]))]));
-    assert_eq!(push(buf0, 1, 0), targets(&[(0, r1(&[(32, 64), (96, 128)]))]));
+    assert_eq!(
+        push(buf0, 1, 0),
+        targets(&[(0, r1(&[(32, 64), (96, 128)]))])
+    );
     assert_eq!(push(buf1, 1, 0), targets(&[(0, r1(&[(32, 64)]))]));
     assert_eq!(push(buf1, 0, 1), targets(&[(1, r1(&[(64, 96)]))]));
     assert_eq!(push(buf1, 1, 1), targets(&[(0, r1(&[(96, 128)]))]));
@@ -113,9 +144,16 @@ fn single_await_push_per_buffer_and_task() {
     let mut ctx = Ctx::new(2);
     let buf0 = ctx.buffer(&[128], false);
     let buf1 = ctx.buffer(&[128], false);
-    ctx.device(&[128]).name("init").discard_write(buf0, OneToOne).discard_write(buf1, OneToOne).submit();
+    ctx.device(&[128])
+        .name("init")
+        .discard_write(buf0, OneToOne)
+        .discard_write(buf1, OneToOne)
+        .submit();
     ctx.set_chunk_multiplier(4);
-    ctx.device(&[128]).read(buf0, reverse_1d(128)).read(buf1, reverse_1d(128)).submit();
+    ctx.device(&[128])
+        .read(buf0, reverse_1d(128))
+        .read(buf1, reverse_1d(128))
+        .submit();
     assert_eq!(ctx.kind("push").count_per_node(), 2);
     assert_eq!(ctx.kind("await push").count_per_node(), 2);
     for (n, other) in [(0, (64, 128)), (1, (0, 64))] {
@@ -132,7 +170,10 @@ fn no_duplicate_transfers_within_one_task() {
     let buf = ctx.buffer(&[128], false);
     ctx.device(&[128]).discard_write(buf, OneToOne).submit();
     ctx.master_node().read(buf, All).write(buf, All).submit();
-    assert_eq!(ctx.kind("push").on(1).one().push_targets().unwrap(), targets(&[(0, r1(&[(64, 128)]))]));
+    assert_eq!(
+        ctx.kind("push").on(1).one().push_targets().unwrap(),
+        targets(&[(0, r1(&[(64, 128)]))])
+    );
     assert_eq!(ctx.kind("await push").on(0).count(), 1);
 }
 
@@ -144,7 +185,10 @@ fn no_duplicate_transfers_for_several_chunks_on_one_node() {
     ctx.set_chunk_multiplier(2);
     ctx.device(&[128]).read(buf, All).submit();
     assert_eq!(ctx.kind("push").count(), 1);
-    assert_eq!(ctx.kind("push").on(0).one().push_targets().unwrap(), targets(&[(1, r1(&[(0, 128)]))]));
+    assert_eq!(
+        ctx.kind("push").on(0).one().push_targets().unwrap(),
+        targets(&[(1, r1(&[(0, 128)]))])
+    );
 }
 
 #[test]
@@ -155,7 +199,10 @@ fn no_duplicate_transfers_in_consecutive_and_parallel_tasks() {
         let buf1 = ctx.buffer(&[128], false);
         ctx.device(&[128]).discard_write(buf0, OneToOne).submit();
         if consecutive {
-            ctx.master_node().read(buf0, All).discard_write(buf1, All).submit();
+            ctx.master_node()
+                .read(buf0, All)
+                .discard_write(buf1, All)
+                .submit();
         } else {
             ctx.master_node().read(buf0, All).submit();
         }
@@ -203,7 +250,10 @@ fn only_the_original_producer_pushes() {
         for r in *readers {
             match r {
                 None => ctx.device(&[300]).read(buf, OneToOne).submit(),
-                Some(n) => ctx.device(&[300]).read(buf, full_range_for_single_node(*n)).submit(),
+                Some(n) => ctx
+                    .device(&[300])
+                    .read(buf, full_range_for_single_node(*n))
+                    .submit(),
             };
         }
         let expected = if readers.is_empty() { 1 } else { *expected };
@@ -218,7 +268,10 @@ fn only_the_original_producer_pushes() {
 fn partial_replication_does_not_divide_pushes() {
     let mut ctx = Ctx::new(3);
     let buf = ctx.buffer(&[96], false);
-    ctx.device(&[96]).name("task a").discard_write(buf, OneToOne).submit();
+    ctx.device(&[96])
+        .name("task a")
+        .discard_write(buf, OneToOne)
+        .submit();
     for n in 0..3 {
         let r = ctx.named("task a").on(n).one().execution_range().unwrap();
         assert_eq!(r, b1(n as usize * 32, n as usize * 32 + 32));
@@ -226,7 +279,13 @@ fn partial_replication_does_not_divide_pushes() {
     ctx.master_node().read(buf, fixed(&[48], &[32])).submit();
     let pushes1 = ctx.kind("push").items;
     assert_eq!(pushes1.len(), 2);
-    let rm = custom(|c| if c.offset[0] + c.range[0] >= 64 { sr1(32, 96) } else { sr1(0, 0) });
+    let rm = custom(|c| {
+        if c.offset[0] + c.range[0] >= 64 {
+            sr1(32, 96)
+        } else {
+            sr1(0, 0)
+        }
+    });
     ctx.device(&[96]).read(buf, rm).submit();
     assert_eq!(ctx.kind("push").without(&pushes1).count(), 2);
 }
@@ -235,8 +294,14 @@ fn partial_replication_does_not_divide_pushes() {
 fn pushes_depend_on_all_writers() {
     let mut ctx = Ctx::new(2);
     let buf = ctx.buffer(&[128], false);
-    ctx.device(&[64]).name("first half").discard_write(buf, OneToOne).submit();
-    ctx.device_at(&[64], &[64]).name("second half").discard_write(buf, OneToOne).submit();
+    ctx.device(&[64])
+        .name("first half")
+        .discard_write(buf, OneToOne)
+        .submit();
+    ctx.device_at(&[64], &[64])
+        .name("second half")
+        .discard_write(buf, OneToOne)
+        .submit();
     ctx.master_node().read(buf, All).submit();
     let push = ctx.kind("push");
     assert_eq!(push.on(1).count(), 1);
@@ -251,7 +316,12 @@ fn await_push_anti_depends_on_execution_reader() {
     let a = ctx.master_node().read(buf, All).submit();
     ctx.device(&[128]).discard_write(buf, OneToOne).submit();
     ctx.master_node().read(buf, All).submit();
-    assert!(ctx.task(a).on(0).successors().contains(&ctx.kind("await push").on(0)));
+    assert!(
+        ctx.task(a)
+            .on(0)
+            .successors()
+            .contains(&ctx.kind("await push").on(0))
+    );
 }
 
 #[test]
@@ -261,7 +331,12 @@ fn await_push_anti_depends_on_push_reader() {
     ctx.device(&[128]).discard_write(buf, OneToOne).submit();
     ctx.master_node().read_write(buf, All).submit();
     ctx.device(&[128]).read(buf, OneToOne).submit();
-    assert!(ctx.kind("push").on(1).successors().contains(&ctx.kind("await push").on(1)));
+    assert!(
+        ctx.kind("push")
+            .on(1)
+            .successors()
+            .contains(&ctx.kind("await push").on(1))
+    );
 }
 
 #[test]
@@ -284,7 +359,10 @@ fn anti_dependencies_with_subrange_precision_for_execution_commands() {
     let buf = ctx.buffer(&[128], true);
     let a = ctx.device(&[64]).discard_write(buf, OneToOne).submit();
     let b = ctx.device(&[64]).read(buf, OneToOne).submit();
-    let c = ctx.device_at(&[64], &[64]).discard_write(buf, OneToOne).submit();
+    let c = ctx
+        .device_at(&[64], &[64])
+        .discard_write(buf, OneToOne)
+        .submit();
     assert!(ctx.task(a).is_concurrent_with(&ctx.task(c)));
     assert!(ctx.task(b).is_concurrent_with(&ctx.task(c)));
 }
@@ -307,7 +385,11 @@ fn anti_dependencies_with_subrange_precision_for_await_pushes() {
 fn split_2d_five_point_stencil_has_no_diagonal_exchange() {
     let mut ctx = Ctx::new(4);
     let buf = ctx.buffer(&[256, 256], false);
-    ctx.device(&[256, 256]).name("init").split_2d().discard_write(buf, OneToOne).submit();
+    ctx.device(&[256, 256])
+        .name("init")
+        .split_2d()
+        .discard_write(buf, OneToOne)
+        .submit();
     ctx.device(&[256, 256])
         .name("read")
         .split_2d()
@@ -316,10 +398,21 @@ fn split_2d_five_point_stencil_has_no_diagonal_exchange() {
     for (n, diagonal) in [(0, 3), (1, 2), (2, 1), (3, 0)] {
         let push = ctx.kind("push").on(n);
         let t = push.one().push_targets().unwrap();
-        assert!(t.iter().all(|(target, _)| *target != NodeId(diagonal)), "N{n} pushes to its diagonal");
+        assert!(
+            t.iter().all(|(target, _)| *target != NodeId(diagonal)),
+            "N{n} pushes to its diagonal"
+        );
         // and exactly one row or column of halo to each of the two edge neighbours
         assert_eq!(t.len(), 2);
         assert!(t.iter().all(|(_, r)| r.area() == 128));
-        assert_eq!(ctx.kind("await push").on(n).one().await_region().unwrap().area(), 256);
+        assert_eq!(
+            ctx.kind("await push")
+                .on(n)
+                .one()
+                .await_region()
+                .unwrap()
+                .area(),
+            256
+        );
     }
 }
