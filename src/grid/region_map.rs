@@ -344,6 +344,17 @@ fn merge_along<T: PartialEq>(out: &mut Vec<(GridBox, T)>, d: usize) {
     out.truncate(w + 1);
 }
 
+impl<T: Clone> Clone for RegionMap<T> {
+    fn clone(&self) -> Self {
+        RegionMap {
+            extent: self.extent,
+            root: self.root.clone(),
+            len: self.len,
+            orphans: Vec::new(),
+        }
+    }
+}
+
 impl<T: Clone + PartialEq + fmt::Debug> fmt::Debug for RegionMap<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut entries = Vec::new();

@@ -515,3 +515,16 @@ proptest! {
         check_query(&rm, &dense, &queries);
     }
 }
+
+#[test]
+fn can_be_moved_and_cloned() {
+    let mut rm = RegionMap::new(Range::new(128, 1, 1), -1);
+    rm.update_box(&b1(0, 128), 1337);
+    let moved = rm;
+    assert_eq!(moved.get_box_values(&b1(0, 128)), vec![(b1(0, 128), 1337)]);
+    let mut copy = moved.clone();
+    copy.update_box(&b1(0, 64), 1);
+    assert_eq!(moved.get_box_values(&b1(0, 128)), vec![(b1(0, 128), 1337)]);
+    assert_eq!(copy.len(), 2);
+    assert!(format!("{copy:?}").contains("1337"));
+}

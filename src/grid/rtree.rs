@@ -14,6 +14,7 @@ const MAX_CHILDREN: usize = 8;
 const MIN_CHILDREN: usize = 2;
 
 /// A child of a node: a value in a leaf (height 0), a subtree otherwise.
+#[derive(Clone)]
 pub(crate) enum Slot<T> {
     Value(T),
     Node(Box<Node<T>>),
@@ -21,6 +22,7 @@ pub(crate) enum Slot<T> {
 
 /// One tree node. `boxes[i]` is the entry box (leaf) or the bounding box of
 /// subtree `slots[i]`; one spare capacity slot holds the overflow before a split.
+#[derive(Clone)]
 pub(crate) struct Node<T> {
     height: usize,
     boxes: SmallVec<[GridBox; MAX_CHILDREN + 1]>,

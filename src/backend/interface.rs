@@ -1,0 +1,126 @@
+//! What the executor asks of a backend (digest 6.6), independent of host, emulated or CUDA
+//! devices.
+//!
+//! Every operation is enqueued and returns an [`AsyncEvent`]; allocations complete with
+//! [`Completion::Allocation`]. Allocations and frees of one backend run in order on one
+//! allocation thread. Copies, kernels and host tasks run on *lanes*: in-order queues chosen by
+//! the out-of-order engine (a host lane is a thread; a device lane is a thread of an emulated
+//! device or a CUDA stream).
+//!
+//! [`Completion::Allocation`]: super::event::Completion::Allocation
+
+use std::sync::Arc;
+
+use super::SendPtr;
+use super::event::AsyncEvent;
+use super::nd_memory::StridedBox;
+use super::system_info::SystemInfo;
+use crate::error::Result;
+use crate::grid::{GridBox, Id, Range};
+use crate::types::{DeviceId, MemoryId};
+
+/// One buffer access of a kernel or host task, resolved to memory.
+#[derive(Debug, Clone, Copy)]
+pub struct AccessorInfo {
+    /// First element of the backing allocation (null when nothing is accessed).
+    pub base: SendPtr,
+    /// The allocation's box, in buffer coordinates.
+    pub allocated_box: GridBox,
+    /// The box the range mapper asked for, for this chunk.
+    pub accessed_box: GridBox,
+}
+
+/// Everything a kernel or host task needs to run one chunk.
+#[derive(Debug, Clone)]
+pub struct KernelInvocation {
+    /// The chunk of the iteration space (offsets include the global offset).
+    pub chunk: GridBox,
+    /// The whole iteration space.
+    pub global_range: Range,
+    /// Its offset.
+    pub global_offset: Id,
+    /// Dimensionality of the iteration space.
+    pub dims: usize,
+    /// Buffer accesses, in the order the program declared them.
+    pub accessors: Vec<AccessorInfo>,
+    /// One element per reduction, pre-set to the identity.
+    pub reductions: Vec<SendPtr>,
+    /// Host object instances, in side-effect order.
+    pub host_objects: Vec<SendPtr>,
+    /// The device (kernels) or `None` (host tasks).
+    pub device: Option<DeviceId>,
+    /// Collective host tasks: the address of the group's native communicator (`MPI_Comm*`), else 0.
+    pub collective_comm: usize,
+}
+
+/// Where a launcher runs and what native handles it gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchEnvironment {
+    /// CUDA: the `CUstream` to enqueue on; host and emulated devices: 0.
+    pub stream: usize,
+    /// Whether the launcher runs on a CUDA device.
+    pub cuda: bool,
+}
+
+/// A kernel or host-task body. It must finish (host, emulated devices) or enqueue (CUDA) the
+/// whole chunk before returning; an error fails the task.
+pub type Launcher = Arc<dyn Fn(&KernelInvocation, &LaunchEnvironment) -> Result<()> + Send + Sync>;
+
+/// The lane of a copy: a host lane, or a lane of a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyLane {
+    /// Host lane `lane`.
+    Host(usize),
+    /// Lane `lane` of `device`.
+    Device(DeviceId, usize),
+}
+
+/// A backend: memory, copies, kernels and host tasks for one node.
+pub trait Backend: Send {
+    /// The node's devices and memories.
+    fn system_info(&self) -> &SystemInfo;
+
+    /// Allocates `size` bytes aligned to `align` in `memory` (host or a device's memory).
+    fn enqueue_alloc(&mut self, memory: MemoryId, size: usize, align: usize) -> AsyncEvent;
+
+    /// Frees an allocation of `memory` made by [`Backend::enqueue_alloc`].
+    ///
+    /// # Safety
+    /// `ptr` must come from a completed allocation of `memory` that no pending operation uses.
+    unsafe fn enqueue_free(&mut self, memory: MemoryId, ptr: *mut u8) -> AsyncEvent;
+
+    /// Copies the box `source_box` of the allocation at `source` into `dest_box` of `dest`.
+    ///
+    /// # Safety
+    /// Both allocations must cover their boxes' allocation ranges and stay valid, and the copied
+    /// elements must not be accessed concurrently, until the event completes.
+    unsafe fn enqueue_copy(
+        &mut self,
+        lane: CopyLane,
+        source: *const u8,
+        source_box: StridedBox,
+        dest: *mut u8,
+        dest_box: StridedBox,
+        elem_size: usize,
+    ) -> AsyncEvent;
+
+    /// Runs a host task chunk on host lane `lane`.
+    fn enqueue_host_task(
+        &mut self,
+        lane: usize,
+        launcher: Launcher,
+        invocation: KernelInvocation,
+    ) -> AsyncEvent;
+
+    /// Runs a kernel chunk on lane `lane` of `device`.
+    fn enqueue_device_kernel(
+        &mut self,
+        device: DeviceId,
+        lane: usize,
+        launcher: Launcher,
+        invocation: KernelInvocation,
+    ) -> AsyncEvent;
+
+    /// Errors that happened outside any event (e.g. a CUDA context fault).
+    fn check_async_errors(&mut self) -> Result<()>;
+}
