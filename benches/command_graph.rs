@@ -63,7 +63,9 @@ impl Ctx {
 
 impl Drop for Ctx {
     fn drop(&mut self) {
-        self.tm.epoch(EpochAction::Shutdown, None).expect("shutdown");
+        self.tm
+            .epoch(EpochAction::Shutdown, None)
+            .expect("shutdown");
     }
 }
 

@@ -26,7 +26,10 @@ pub fn custom(f: impl Fn(&Chunk) -> Subrange + Send + Sync + 'static) -> RangeMa
 }
 
 fn sr2(offset: [usize; 2], range: [usize; 2]) -> Subrange {
-    Subrange::new(Id::new(offset[0], offset[1], 0), Range::new(range[0], range[1], 1))
+    Subrange::new(
+        Id::new(offset[0], offset[1], 0),
+        Range::new(range[0], range[1], 1),
+    )
 }
 
 fn sr1(offset: usize, range: usize) -> Subrange {
@@ -50,8 +53,7 @@ pub fn chain<C: TopologyContext>(ctx: &mut C) {
     let n = ctx.num_nodes();
     let buf = ctx.buffer(&[n, n], true);
     for _ in 0..NUM_TASKS {
-        let transposed =
-            custom(|ck| sr2([ck.offset[1], ck.offset[0]], [ck.range[1], ck.range[0]]));
+        let transposed = custom(|ck| sr2([ck.offset[1], ck.offset[0]], [ck.range[1], ck.range[0]]));
         let cg = CommandGroup::new().read(buf, transposed).access(
             buf,
             AccessMode::Write,
@@ -70,7 +72,11 @@ pub fn tree<C: TopologyContext>(ctx: &mut C, expanding: bool) {
     let buf = ctx.buffer(&[n, breadth], true);
     let mut exp_step = 1;
     while exp_step <= breadth {
-        let width = if expanding { breadth / exp_step } else { exp_step };
+        let width = if expanding {
+            breadth / exp_step
+        } else {
+            exp_step
+        };
         for off in (0..breadth).step_by(width) {
             let gather = custom(move |ck| sr2([0, off], [ck.global_range[0], width]));
             let own = custom(move |ck| sr2([ck.offset[0], off], [ck.range[0], width]));
@@ -97,7 +103,10 @@ pub fn wave_sim<C: TopologyContext>(ctx: &mut C) {
         ctx.submit(&[N, N], cg);
     };
     for b in [u, up] {
-        ctx.submit(&[N, N], CommandGroup::new().discard_write(b, RangeMapper::OneToOne));
+        ctx.submit(
+            &[N, N],
+            CommandGroup::new().discard_write(b, RangeMapper::OneToOne),
+        );
     }
     step(ctx, up, u);
     let mut t = 0.0;
@@ -116,7 +125,10 @@ pub fn jacobi<C: TopologyContext>(ctx: &mut C) {
     let b = ctx.buffer(&[N], true);
     let mut x = ctx.buffer(&[N], false);
     let mut x_new = ctx.buffer(&[N], false);
-    ctx.submit(&[N], CommandGroup::new().discard_write(x, RangeMapper::OneToOne));
+    ctx.submit(
+        &[N],
+        CommandGroup::new().discard_write(x, RangeMapper::OneToOne),
+    );
     for _ in 0..STEPS {
         let rows = || custom(|ck| sr1(ck.offset[0], ck.range[0]));
         let columns = custom(|ck| sr1(ck.offset[1], ck.range[1]));
@@ -130,8 +142,11 @@ pub fn jacobi<C: TopologyContext>(ctx: &mut C) {
     }
 }
 
+/// A named topology builder.
+pub type Topology<C> = (&'static str, fn(&mut C));
+
 /// The topologies by name, in Celerity's order.
-pub fn all<C: TopologyContext>() -> [(&'static str, fn(&mut C)); 6] {
+pub fn all<C: TopologyContext>() -> [Topology<C>; 6] {
     [
         ("soup topology", soup::<C>),
         ("chain topology", chain::<C>),
