@@ -1,0 +1,2 @@
+//! Helpers shared by the benchmarks.
+pub mod topologies;

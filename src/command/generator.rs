@@ -1,0 +1,560 @@
+//! [`CommandGraphGenerator`]: builds one node's command graph, task by task.
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use super::assignment::{self, ChunkRequirements, REDUCTION_INITIALIZER};
+use super::buffer_state::{BufferState, WriteState};
+use super::command::{Command, CommandDependency, CommandKind, CommandRef};
+use super::graph::CommandTable;
+use super::node_bitset::NodeBitset;
+use super::recorder::CommandRecorder;
+use crate::error::{Error, Result};
+use crate::grid::{GridBox, Range, Region, RegionBuilder};
+use crate::runtime::config::ErrorPolicy;
+use crate::task::{BufferLabel, DependencyKind, DependencyOrigin, Task, TaskType};
+use crate::types::{
+    BufferId, CollectiveGroupId, CommandId, HostObjectId, IdMap, NodeId, ReductionId, TaskId,
+};
+
+/// What the generator does on suspicious access patterns.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CommandPolicies {
+    /// A chunk reads data no node has written (and that was not host-initialised).
+    pub uninitialized_read: ErrorPolicy,
+    /// Two chunks (of any nodes) write the same element.
+    pub overlapping_write: ErrorPolicy,
+}
+
+impl Default for CommandPolicies {
+    /// `Error` for both, as Celerity's generator defaults (its tests rely on it). The runtime
+    /// passes its configured policies (uninitialised reads are already reported by the task layer).
+    fn default() -> Self {
+        CommandPolicies {
+            uninitialized_read: ErrorPolicy::Error,
+            overlapping_write: ErrorPolicy::Error,
+        }
+    }
+}
+
+/// A command of the batch under construction.
+pub(super) struct PendingCommand {
+    pub id: CommandId,
+    pub kind: CommandKind,
+    pub deps: SmallVec<[CommandDependency; 4]>,
+}
+
+/// Builds the command graph of one node (`local_nid` of `num_nodes`) from the task graph.
+///
+/// Protocol: feed every task in creation order, the init epoch first, to
+/// [`CommandGraphGenerator::build_task`]; announce buffers and host objects before the first task
+/// that uses them and after the init epoch. The generator is deterministic: every node builds its
+/// own graph from the same tasks and they agree on all transfers. Its tracking state is pruned
+/// whenever a horizon or epoch becomes the effective epoch, so memory stays bounded.
+pub struct CommandGraphGenerator {
+    pub(super) num_nodes: usize,
+    pub(super) local_nid: NodeId,
+    pub(super) policies: CommandPolicies,
+    chunk_multiplier: usize,
+    next_cid: u64,
+    pub(super) table: CommandTable,
+    pub(super) buffers: IdMap<BufferId, BufferState>,
+    host_objects: IdMap<HostObjectId, CommandId>,
+    collective_groups: IdMap<CollectiveGroupId, CommandId>,
+    pub(super) epoch_for_new_commands: CommandId,
+    current_horizon: Option<CommandId>,
+    pub(super) completed_reductions: Vec<ReductionId>,
+    recorder: Option<CommandRecorder>,
+    /// Commands of the current `build_task`.
+    pub(super) batch: Vec<PendingCommand>,
+}
+
+impl CommandGraphGenerator {
+    /// A generator for node `local_nid` of `num_nodes` (at most [`NodeBitset::MAX_NODES`]).
+    pub fn new(num_nodes: usize, local_nid: NodeId, policies: CommandPolicies) -> Result<Self> {
+        if num_nodes == 0 || num_nodes > NodeBitset::MAX_NODES {
+            return Err(Error::invalid_argument(format!(
+                "number of nodes {num_nodes} is outside the supported range [1,{}]",
+                NodeBitset::MAX_NODES
+            )));
+        }
+        if local_nid.0 as usize >= num_nodes {
+            return Err(Error::invalid_argument(format!(
+                "local node {local_nid} is not one of the {num_nodes} nodes"
+            )));
+        }
+        Ok(CommandGraphGenerator {
+            num_nodes,
+            local_nid,
+            policies,
+            chunk_multiplier: 1,
+            next_cid: 0,
+            table: CommandTable::default(),
+            buffers: IdMap::default(),
+            host_objects: IdMap::default(),
+            collective_groups: IdMap::default(),
+            // the init epoch will be command 0
+            epoch_for_new_commands: CommandId(0),
+            current_horizon: None,
+            completed_reductions: Vec::new(),
+            recorder: None,
+            batch: Vec::new(),
+        })
+    }
+
+    /// Keeps a [`CommandRecorder`] of every command created from now on.
+    pub fn enable_recording(&mut self) {
+        if self.recorder.is_none() {
+            self.recorder = Some(CommandRecorder::new(self.local_nid));
+        }
+    }
+
+    /// The recorder, if recording is enabled.
+    pub fn recorder(&self) -> Option<&CommandRecorder> {
+        self.recorder.as_ref()
+    }
+
+    /// Splits variable-split tasks into `multiplier` chunks per node instead of one (tests use it
+    /// to exercise several chunks per node; reductions then become unsupported).
+    pub fn set_chunk_multiplier(&mut self, multiplier: usize) {
+        self.chunk_multiplier = multiplier.max(1);
+    }
+
+    /// This node.
+    pub fn local_node(&self) -> NodeId {
+        self.local_nid
+    }
+
+    /// Number of nodes.
+    pub fn num_nodes(&self) -> usize {
+        self.num_nodes
+    }
+
+    /// A new buffer of `range`. Its contents count as present and fresh on every node, so
+    /// neither host-initialised nor uninitialised data is ever transferred.
+    pub fn notify_buffer_created(&mut self, bid: BufferId, range: Range, host_initialized: bool) {
+        let initialized =
+            if host_initialized && self.policies.uninitialized_read != ErrorPolicy::Ignore {
+                Region::from_box(GridBox::full_range(range))
+            } else {
+                Region::new()
+            };
+        let state = BufferState::new(
+            range,
+            WriteState::new(self.epoch_for_new_commands, false),
+            NodeBitset::all(self.num_nodes),
+            initialized,
+        );
+        self.buffers.insert(bid, state);
+    }
+
+    /// Sets the debug name used in messages and records.
+    pub fn notify_buffer_name_changed(&mut self, bid: BufferId, name: &str) {
+        if let Some(b) = self.buffers.get_mut(&bid) {
+            b.name = Some(name.to_owned());
+        }
+    }
+
+    /// Forgets a buffer.
+    pub fn notify_buffer_destroyed(&mut self, bid: BufferId) {
+        self.buffers.remove(&bid);
+    }
+
+    /// A new host object; side effects on it are serialised from now on.
+    pub fn notify_host_object_created(&mut self, hoid: HostObjectId) {
+        self.host_objects.insert(hoid, self.epoch_for_new_commands);
+    }
+
+    /// Forgets a host object.
+    pub fn notify_host_object_destroyed(&mut self, hoid: HostObjectId) {
+        self.host_objects.remove(&hoid);
+    }
+
+    /// Number of buffers tracked.
+    pub fn num_buffers(&self) -> usize {
+        self.buffers.len()
+    }
+
+    /// Number of commands whose bookkeeping is still kept (bounded by the horizons).
+    pub fn num_tracked_commands(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Number of entries of all per-buffer last-writer maps (bounded by the horizons).
+    pub fn num_last_writer_entries(&self) -> usize {
+        self.buffers.values().map(|b| b.last_writers.len()).sum()
+    }
+
+    /// The distinct commands that are local last writers of some buffer element.
+    pub fn distinct_last_writers(&self) -> Vec<CommandId> {
+        let mut out = Vec::new();
+        for b in self.buffers.values() {
+            b.last_writers.for_each(|_, ws| out.push(ws.command()));
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The effective epoch: the command that commands without other true dependencies anchor on.
+    pub fn epoch_for_new_commands(&self) -> CommandId {
+        self.epoch_for_new_commands
+    }
+
+    pub(super) fn buffer_label(&self, bid: BufferId) -> BufferLabel<'_> {
+        BufferLabel {
+            id: bid,
+            name: self.buffers.get(&bid).and_then(|b| b.name.as_deref()),
+        }
+    }
+
+    /// Generates the commands of `task` for this node and returns them in topological order.
+    /// On error (an access-pattern violation under policy `Error`, or an unsupported reduction
+    /// pattern) nothing has changed.
+    pub fn build_task(&mut self, task: &Arc<Task>) -> Result<Vec<CommandRef>> {
+        let prune_before = self.epoch_for_new_commands;
+        debug_assert!(self.batch.is_empty());
+        let first_cid = self.next_cid;
+        match task.task_type() {
+            TaskType::Epoch => self.generate_epoch(task),
+            TaskType::Horizon => self.generate_horizon(task),
+            TaskType::DeviceCompute
+            | TaskType::HostCompute
+            | TaskType::MasterNode
+            | TaskType::Collective
+            | TaskType::Fence => {
+                if let Err(e) = self.generate_distributed(task) {
+                    debug_assert_eq!(self.next_cid, first_cid, "failed after creating commands");
+                    self.batch.clear();
+                    return Err(e);
+                }
+            }
+        }
+        self.table.prune_before(prune_before);
+        Ok(self.finish_batch(task))
+    }
+
+    fn finish_batch(&mut self, task: &Arc<Task>) -> Vec<CommandRef> {
+        let batch = std::mem::take(&mut self.batch);
+        let commands: Vec<CommandRef> = batch
+            .into_iter()
+            .map(|p| {
+                Arc::new(Command {
+                    id: p.id,
+                    task: Arc::clone(task),
+                    kind: p.kind,
+                    dependencies: p.deps,
+                })
+            })
+            .collect();
+        if let Some(recorder) = &mut self.recorder {
+            let buffers = &self.buffers;
+            for cmd in &commands {
+                recorder.record(cmd, |bid| buffers.get(&bid).and_then(|b| b.name.clone()));
+            }
+        }
+        commands
+    }
+
+    /// Creates a command in the batch and returns its id.
+    pub(super) fn create(&mut self, task: TaskId, kind: CommandKind) -> CommandId {
+        let id = CommandId(self.next_cid);
+        self.next_cid += 1;
+        self.table.push(id, task, kind.is_task_command());
+        self.batch.push(PendingCommand {
+            id,
+            kind,
+            deps: SmallVec::new(),
+        });
+        id
+    }
+
+    fn pending_mut(&mut self, cid: CommandId) -> &mut PendingCommand {
+        let first = self.batch[0].id.0;
+        &mut self.batch[(cid.0 - first) as usize]
+    }
+
+    /// Adds the edge `from -> to`; `from` belongs to the current batch. An existing edge is
+    /// upgraded from anti to true, never duplicated.
+    pub(super) fn add_dependency(
+        &mut self,
+        from: CommandId,
+        to: CommandId,
+        kind: DependencyKind,
+        origin: DependencyOrigin,
+    ) {
+        debug_assert!(from != to && to < from);
+        let pending = self.pending_mut(from);
+        let becomes_true = match pending.deps.iter_mut().find(|d| d.node == to) {
+            Some(d) => {
+                let upgrade = kind == DependencyKind::True && d.kind == DependencyKind::Anti;
+                if upgrade {
+                    d.kind = DependencyKind::True;
+                    d.origin = origin;
+                }
+                upgrade
+            }
+            None => {
+                pending.deps.push(CommandDependency {
+                    node: to,
+                    kind,
+                    origin,
+                });
+                kind == DependencyKind::True
+            }
+        };
+        let entry = self.table.get_mut(to);
+        entry.in_front = false;
+        if becomes_true {
+            entry.true_dependents.push(from);
+        }
+    }
+
+    /// Anchors `cmd` on the effective epoch unless it already has a true dependency.
+    pub(super) fn add_epoch_dependency(&mut self, cmd: CommandId) {
+        let has_true = self
+            .pending_mut(cmd)
+            .deps
+            .iter()
+            .any(|d| d.kind == DependencyKind::True);
+        if !has_true {
+            let epoch = self.epoch_for_new_commands;
+            self.add_dependency(
+                cmd,
+                epoch,
+                DependencyKind::True,
+                DependencyOrigin::LastEpoch,
+            );
+        }
+    }
+
+    /// Adds anti-dependencies from `write_cmd`, which overwrites `region` of `bid`, onto the
+    /// commands that read the old contents: the true dependents of each last writer that read
+    /// part of the region (except task commands of `task`), or the last writer itself when no
+    /// such reader exists.
+    pub(super) fn add_anti_dependencies(
+        &mut self,
+        task: TaskId,
+        bid: BufferId,
+        region: &Region,
+        write_cmd: CommandId,
+    ) {
+        let buffer = &self.buffers[&bid];
+        let mut targets: SmallVec<[CommandId; 8]> = SmallVec::new();
+        for (_, ws) in buffer.last_writers.get_region_values(region) {
+            let writer = ws.command();
+            let entry = self.table.get(writer);
+            let before = targets.len();
+            for &dependent in &entry.true_dependents {
+                let d = self.table.get(dependent);
+                if d.is_task_command && d.task == task {
+                    continue;
+                }
+                if dependent != write_cmd && self.table.reads_intersect(dependent, bid, region) {
+                    targets.push(dependent);
+                }
+            }
+            if targets.len() == before {
+                targets.push(writer);
+            }
+        }
+        for t in targets {
+            if t != write_cmd {
+                self.add_dependency(
+                    write_cmd,
+                    t,
+                    DependencyKind::Anti,
+                    DependencyOrigin::Dataflow,
+                );
+            }
+        }
+    }
+
+    fn reduce_execution_front_to(&mut self, cmd: CommandId) {
+        for front in self.table.execution_front() {
+            if front != cmd {
+                self.add_dependency(
+                    cmd,
+                    front,
+                    DependencyKind::True,
+                    DependencyOrigin::ExecutionFront,
+                );
+            }
+        }
+        self.table.set_front_start(cmd);
+    }
+
+    /// Makes `epoch` (an epoch or an applied horizon) the anchor of new commands and replaces
+    /// every older last writer, side effect and collective command by it.
+    fn set_epoch_for_new_commands(&mut self, epoch: CommandId) {
+        for buffer in self.buffers.values_mut() {
+            buffer.last_writers.apply_to_values(|ws| {
+                if ws.command() < epoch {
+                    ws.with_command(epoch)
+                } else {
+                    *ws
+                }
+            });
+        }
+        for last in self
+            .host_objects
+            .values_mut()
+            .chain(self.collective_groups.values_mut())
+        {
+            if *last < epoch {
+                *last = epoch;
+            }
+        }
+        self.epoch_for_new_commands = epoch;
+    }
+
+    fn generate_epoch(&mut self, task: &Task) {
+        let completed_reductions = std::mem::take(&mut self.completed_reductions);
+        let action = task
+            .epoch_action()
+            .unwrap_or(crate::task::EpochAction::None);
+        let cmd = self.create(
+            task.id(),
+            CommandKind::Epoch {
+                action,
+                completed_reductions,
+            },
+        );
+        self.set_epoch_for_new_commands(cmd);
+        self.current_horizon = None;
+        self.reduce_execution_front_to(cmd);
+    }
+
+    fn generate_horizon(&mut self, task: &Task) {
+        let completed_reductions = std::mem::take(&mut self.completed_reductions);
+        let cmd = self.create(
+            task.id(),
+            CommandKind::Horizon {
+                completed_reductions,
+            },
+        );
+        if let Some(previous) = self.current_horizon.replace(cmd) {
+            self.set_epoch_for_new_commands(previous);
+        }
+        self.reduce_execution_front_to(cmd);
+    }
+
+    fn generate_distributed(&mut self, task: &Task) -> Result<()> {
+        let chunks = assignment::split_and_assign(task, self.num_nodes, self.chunk_multiplier);
+        let reqs = assignment::compute_requirements(task, &chunks, self.local_nid);
+        self.validate(task, &chunks, &reqs)?;
+
+        self.resolve_pending_reductions(task, &reqs);
+        self.generate_pushes(task, &reqs);
+        self.generate_await_pushes(task, &reqs);
+        let local_writes = self.generate_task_commands(task, &reqs);
+
+        for reduction in task.reductions() {
+            if reqs.num_chunks > 1 {
+                if let Some(b) = self.buffers.get_mut(&reduction.bid) {
+                    b.pending_reduction = Some(*reduction);
+                }
+            } else {
+                self.completed_reductions.push(reduction.rid);
+            }
+        }
+        self.update_fresh_regions(task, &local_writes);
+        Ok(())
+    }
+
+    /// Execution or fence commands for the local chunks; returns the local writes per buffer.
+    fn generate_task_commands(
+        &mut self,
+        task: &Task,
+        reqs: &ChunkRequirements,
+    ) -> SmallVec<[(BufferId, Region); 2]> {
+        let tid = task.id();
+        let mut local_writes: SmallVec<[(BufferId, RegionBuilder); 2]> = SmallVec::new();
+        for (chunk, requirements) in &reqs.local {
+            let kind = if task.task_type() == TaskType::Fence {
+                CommandKind::Fence
+            } else {
+                let is_reduction_initializer = self.local_nid == REDUCTION_INITIALIZER
+                    && task.reductions().iter().any(|r| r.init_from_buffer);
+                CommandKind::Execution {
+                    execution_range: *chunk,
+                    is_reduction_initializer,
+                }
+            };
+            let cmd = self.create(tid, kind);
+
+            if task.task_type() == TaskType::Collective {
+                let group = task.collective_group();
+                if let Some(last) = self.collective_groups.insert(group, cmd) {
+                    self.add_dependency(
+                        cmd,
+                        last,
+                        DependencyKind::True,
+                        DependencyOrigin::CollectiveGroupSerialization,
+                    );
+                }
+            }
+
+            for req in requirements {
+                let bid = req.bid;
+                if !req.consumed.is_empty() {
+                    let writers = self.buffers[&bid]
+                        .last_writers
+                        .get_region_values(&req.consumed);
+                    for (_, ws) in writers {
+                        debug_assert!(ws.is_fresh(), "unresolved remote data dependency");
+                        self.add_dependency(
+                            cmd,
+                            ws.command(),
+                            DependencyKind::True,
+                            DependencyOrigin::Dataflow,
+                        );
+                    }
+                    self.table.add_read(cmd, bid, req.consumed.clone());
+                }
+                if !req.produced.is_empty() {
+                    self.add_anti_dependencies(tid, bid, &req.produced, cmd);
+                    let buffer = self.buffers.get_mut(&bid).expect("validated");
+                    buffer
+                        .last_writers
+                        .update_region(&req.produced, WriteState::new(cmd, false));
+                    buffer
+                        .replicated
+                        .update_region(&req.produced, NodeBitset::EMPTY);
+                    if let Some(discarded) = buffer.pending_reduction.take() {
+                        self.completed_reductions.push(discarded.rid);
+                    }
+                    match local_writes.iter_mut().find(|(b, _)| *b == bid) {
+                        Some((_, w)) => {
+                            w.add_region(&req.produced);
+                        }
+                        None => {
+                            let mut w = RegionBuilder::new();
+                            w.add_region(&req.produced);
+                            local_writes.push((bid, w));
+                        }
+                    }
+                }
+            }
+
+            for &hoid in task.side_effects() {
+                let epoch = self.epoch_for_new_commands;
+                let last = self.host_objects.entry(hoid).or_insert(epoch);
+                let previous = std::mem::replace(last, cmd);
+                self.add_dependency(
+                    cmd,
+                    previous,
+                    DependencyKind::True,
+                    DependencyOrigin::SideEffect,
+                );
+            }
+
+            self.add_epoch_dependency(cmd);
+        }
+        local_writes
+            .into_iter()
+            .map(|(bid, w)| (bid, w.into_region()))
+            .collect()
+    }
+}

@@ -1,0 +1,109 @@
+//! [`CommandTable`]: the generator's bookkeeping about the commands it created that can still be
+//! referenced: forward (true) edges, the buffer regions each command reads (for
+//! anti-dependencies), and execution-front membership. Indexed by command id; entries older than
+//! the effective epoch are dropped, which keeps it bounded.
+
+use std::collections::VecDeque;
+
+use smallvec::SmallVec;
+
+use crate::grid::Region;
+use crate::types::{BufferId, CommandId, TaskId};
+
+/// What the generator remembers about one command.
+pub(super) struct Entry {
+    /// The task whose build created the command.
+    pub task: TaskId,
+    /// Epoch, horizon, execution or fence (not push, await-push or reduction).
+    pub is_task_command: bool,
+    /// No command depends on this one yet.
+    pub in_front: bool,
+    /// Newer commands with a true dependency on this one.
+    pub true_dependents: SmallVec<[CommandId; 4]>,
+    /// Buffer regions this command reads.
+    pub reads: SmallVec<[(BufferId, Region); 1]>,
+}
+
+/// Entries of the live commands, by id.
+#[derive(Default)]
+pub(super) struct CommandTable {
+    /// Id of `entries[0]`.
+    base: u64,
+    entries: VecDeque<Entry>,
+    /// The last command the execution front was reduced to; the front only holds it and newer
+    /// commands.
+    front_start: u64,
+}
+
+impl CommandTable {
+    /// Adds the entry of the next command, which must have id `base + len`.
+    pub fn push(&mut self, cid: CommandId, task: TaskId, is_task_command: bool) {
+        debug_assert_eq!(cid.0, self.base + self.entries.len() as u64);
+        self.entries.push_back(Entry {
+            task,
+            is_task_command,
+            in_front: true,
+            true_dependents: SmallVec::new(),
+            reads: SmallVec::new(),
+        });
+    }
+
+    #[inline]
+    pub fn get(&self, cid: CommandId) -> &Entry {
+        &self.entries[(cid.0 - self.base) as usize]
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, cid: CommandId) -> &mut Entry {
+        &mut self.entries[(cid.0 - self.base) as usize]
+    }
+
+    /// Records that `cmd` reads `region` of `bid` (merged with an earlier read of the buffer).
+    pub fn add_read(&mut self, cmd: CommandId, bid: BufferId, region: Region) {
+        let reads = &mut self.get_mut(cmd).reads;
+        match reads.iter_mut().find(|(b, _)| *b == bid) {
+            Some((_, r)) => *r = r.union(&region),
+            None => reads.push((bid, region)),
+        }
+    }
+
+    /// Whether `cmd` reads part of `region` of `bid`.
+    pub fn reads_intersect(&self, cmd: CommandId, bid: BufferId, region: &Region) -> bool {
+        self.get(cmd)
+            .reads
+            .iter()
+            .any(|(b, r)| *b == bid && r.intersects(region))
+    }
+
+    /// The commands no other command depends on, ascending.
+    pub fn execution_front(&self) -> SmallVec<[CommandId; 8]> {
+        let start = (self.front_start - self.base) as usize;
+        self.entries
+            .iter()
+            .enumerate()
+            .skip(start)
+            .filter(|(_, e)| e.in_front)
+            .map(|(i, _)| CommandId(self.base + i as u64))
+            .collect()
+    }
+
+    /// Notes that the front was just reduced to `cmd`.
+    pub fn set_front_start(&mut self, cmd: CommandId) {
+        self.front_start = cmd.0;
+    }
+
+    /// Drops the entries of commands older than `epoch`: nothing refers to them any more once
+    /// `epoch` is the effective epoch.
+    pub fn prune_before(&mut self, epoch: CommandId) {
+        debug_assert!(epoch.0 <= self.front_start);
+        while self.base < epoch.0 && !self.entries.is_empty() {
+            self.entries.pop_front();
+            self.base += 1;
+        }
+    }
+
+    /// Number of commands tracked.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+}

@@ -1,0 +1,134 @@
+//! Resolving pending reductions across nodes (digest 4.6).
+//!
+//! A reduction split over several nodes leaves a partial result on every participating node.
+//! When a later task reads the buffer (or reduces into it again), each node that holds a partial
+//! result pushes it to every reading node; a node without one pushes an empty region, which only
+//! tells the reader not to wait for it. Every reading node awaits the partials and combines them
+//! with a reduction command (in node order, so all nodes compute bit-identical results).
+
+use smallvec::SmallVec;
+
+use super::assignment::ChunkRequirements;
+use super::buffer_state::{BufferState, SCALAR_BOX, WriteState};
+use super::command::CommandKind;
+use super::generator::CommandGraphGenerator;
+use super::node_bitset::NodeBitset;
+use crate::grid::Region;
+use crate::runtime::config::ErrorPolicy;
+use crate::task::{DependencyKind, DependencyOrigin, Task};
+use crate::types::{BufferId, TransferId};
+
+/// The buffers whose pending reductions `task` may resolve: the accessed buffers, then the
+/// reduction outputs (a reduction into a pending buffer chains onto it).
+pub(super) fn touched_buffers(task: &Task) -> SmallVec<[BufferId; 4]> {
+    let mut out: SmallVec<[BufferId; 4]> = task.access_map().accessed_buffers().collect();
+    for r in task.reductions() {
+        if !out.contains(&r.bid) {
+            out.push(r.bid);
+        }
+    }
+    out
+}
+
+impl CommandGraphGenerator {
+    pub(super) fn resolve_pending_reductions(&mut self, task: &Task, reqs: &ChunkRequirements) {
+        for bid in touched_buffers(task) {
+            let Some(buffer) = self.buffers.get(&bid) else {
+                continue;
+            };
+            let Some(reduction) = buffer.pending_reduction else {
+                continue;
+            };
+            let writer = *buffer
+                .last_writers
+                .get_point(SCALAR_BOX.min_arr())
+                .expect("reduction buffers hold the scalar point");
+            let mut post = BufferState::new(
+                buffer.range,
+                writer.stale(),
+                NodeBitset::EMPTY,
+                if self.policies.uninitialized_read != ErrorPolicy::Ignore {
+                    Region::from_box(SCALAR_BOX)
+                } else {
+                    Region::new()
+                },
+            );
+            post.name = buffer.name.clone();
+            let transfer = TransferId {
+                consumer: task.id(),
+                buffer: bid,
+                reduction: reduction.rid,
+            };
+
+            // remote readers first: the local reduction command overwrites our partial result
+            let mut participants = NodeBitset::EMPTY;
+            for nid in reqs.remote_readers(bid) {
+                participants.insert(nid);
+            }
+            if !participants.is_empty() {
+                let notification_only = !writer.is_fresh();
+                let region = if notification_only {
+                    Region::new()
+                } else {
+                    Region::from_box(SCALAR_BOX)
+                };
+                let targets = participants.iter().map(|n| (n, region.clone())).collect();
+                let push = self.create(task.id(), CommandKind::Push { transfer, targets });
+                if notification_only {
+                    self.add_epoch_dependency(push);
+                } else {
+                    self.table.add_read(push, bid, Region::from_box(SCALAR_BOX));
+                    self.add_dependency(
+                        push,
+                        writer.command(),
+                        DependencyKind::True,
+                        DependencyOrigin::Dataflow,
+                    );
+                }
+                post.replicated.update_box(&SCALAR_BOX, participants);
+            }
+
+            debug_assert!(reqs.local.len() <= 1, "several local chunks of a reduction");
+            if reqs.local_reads(bid) {
+                let await_push = self.create(
+                    task.id(),
+                    CommandKind::AwaitPush {
+                        transfer,
+                        region: Region::from_box(SCALAR_BOX),
+                    },
+                );
+                self.add_epoch_dependency(await_push);
+                let reduce = self.create(
+                    task.id(),
+                    CommandKind::Reduction {
+                        reduction,
+                        has_local_contribution: writer.is_fresh(),
+                    },
+                );
+                if writer.is_fresh() {
+                    self.add_dependency(
+                        reduce,
+                        writer.command(),
+                        DependencyKind::True,
+                        DependencyOrigin::Dataflow,
+                    );
+                }
+                self.add_dependency(
+                    reduce,
+                    await_push,
+                    DependencyKind::True,
+                    DependencyOrigin::Dataflow,
+                );
+                self.add_anti_dependencies(task.id(), bid, &Region::from_box(SCALAR_BOX), reduce);
+                post.last_writers
+                    .update_box(&SCALAR_BOX, WriteState::new(reduce, false));
+                participants.insert(self.local_nid);
+            }
+
+            if !participants.is_empty() {
+                self.completed_reductions.push(reduction.rid);
+                self.buffers.insert(bid, post);
+            }
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Pushes, await-pushes and the freshness update of a distributed task (digest 4.4, steps 3, 4
+//! and 7). Only the original producer of data pushes it, each region at most once per target,
+//! and every node awaits exactly what the others push to it.
+
+use smallvec::SmallVec;
+
+use super::assignment::ChunkRequirements;
+use super::buffer_state::WriteState;
+use super::command::CommandKind;
+use super::generator::CommandGraphGenerator;
+use crate::grid::{Region, RegionBuilder};
+use crate::runtime::config::ErrorPolicy;
+use crate::task::{DependencyKind, DependencyOrigin, Task};
+use crate::types::{BufferId, CommandId, NodeId, ReductionId, TransferId};
+
+/// The pushes of one buffer under construction.
+struct PushScratch {
+    bid: BufferId,
+    targets: SmallVec<[(NodeId, RegionBuilder); 2]>,
+    sources: SmallVec<[CommandId; 4]>,
+}
+
+/// Position of `key` in a small association list, inserting `make()` at the end if absent.
+pub(super) fn slot<K: PartialEq + Copy, V>(
+    list: &mut SmallVec<[(K, V); 2]>,
+    key: K,
+    make: impl FnOnce() -> V,
+) -> usize {
+    match list.iter().position(|(k, _)| *k == key) {
+        Some(pos) => pos,
+        None => {
+            list.push((key, make()));
+            list.len() - 1
+        }
+    }
+}
+
+impl CommandGraphGenerator {
+    /// One push per buffer: for every remote chunk's consumed region, the parts this node
+    /// produced (fresh, not replicated) that the target does not hold yet.
+    pub(super) fn generate_pushes(&mut self, task: &Task, reqs: &ChunkRequirements) {
+        let mut per_buffer: SmallVec<[PushScratch; 2]> = SmallVec::new();
+        for (nid, reads) in &reqs.remote_reads {
+            let nid = *nid;
+            for (bid, consumed) in reads {
+                let buffer = self.buffers.get_mut(bid).expect("validated");
+                for (b, ws) in buffer.last_writers.get_region_values(consumed) {
+                    if !ws.is_fresh() || ws.is_replicated() {
+                        continue;
+                    }
+                    let mut missing = RegionBuilder::new();
+                    for (rb, nodes) in buffer.replicated.get_box_values(&b) {
+                        if !nodes.contains(nid) {
+                            missing.add_box(rb);
+                        }
+                    }
+                    if missing.is_empty() {
+                        continue;
+                    }
+                    let region = missing.into_region();
+                    for (rb, nodes) in buffer.replicated.get_region_values(&region) {
+                        buffer.replicated.update_box(&rb, nodes.with(nid));
+                    }
+                    let pos = match per_buffer.iter().position(|p| p.bid == *bid) {
+                        Some(pos) => pos,
+                        None => {
+                            per_buffer.push(PushScratch {
+                                bid: *bid,
+                                targets: SmallVec::new(),
+                                sources: SmallVec::new(),
+                            });
+                            per_buffer.len() - 1
+                        }
+                    };
+                    let scratch = &mut per_buffer[pos];
+                    let t = slot(&mut scratch.targets, nid, RegionBuilder::new);
+                    scratch.targets[t].1.add_region(&region);
+                    if !scratch.sources.contains(&ws.command()) {
+                        scratch.sources.push(ws.command());
+                    }
+                }
+            }
+        }
+
+        // buffers in the task's access order, for determinism independent of node order
+        per_buffer.sort_by_key(|p| {
+            task.access_map()
+                .accessed_buffers()
+                .position(|b| b == p.bid)
+                .unwrap_or(usize::MAX)
+        });
+        for mut scratch in per_buffer {
+            let mut all = RegionBuilder::new();
+            let targets: SmallVec<[(NodeId, Region); 2]> = scratch
+                .targets
+                .into_iter()
+                .map(|(nid, builder)| {
+                    let region = builder.into_region();
+                    all.add_region(&region);
+                    (nid, region)
+                })
+                .collect();
+            let transfer = TransferId {
+                consumer: task.id(),
+                buffer: scratch.bid,
+                reduction: ReductionId::NONE,
+            };
+            let cmd = self.create(task.id(), CommandKind::Push { transfer, targets });
+            scratch.sources.sort_unstable();
+            for source in scratch.sources {
+                self.add_dependency(
+                    cmd,
+                    source,
+                    DependencyKind::True,
+                    DependencyOrigin::Dataflow,
+                );
+            }
+            self.table.add_read(cmd, scratch.bid, all.into_region());
+        }
+    }
+
+    /// One await-push per buffer for the parts the local chunks consume but do not hold fresh.
+    pub(super) fn generate_await_pushes(&mut self, task: &Task, reqs: &ChunkRequirements) {
+        let mut per_buffer: SmallVec<[(BufferId, RegionBuilder); 2]> = SmallVec::new();
+        for (_, requirements) in &reqs.local {
+            for req in requirements {
+                if req.consumed.is_empty() {
+                    continue;
+                }
+                let buffer = &self.buffers[&req.bid];
+                for (b, ws) in buffer.last_writers.get_region_values(&req.consumed) {
+                    if !ws.is_fresh() {
+                        let pos = slot(&mut per_buffer, req.bid, RegionBuilder::new);
+                        per_buffer[pos].1.add_box(b);
+                    }
+                }
+            }
+        }
+        for (bid, builder) in per_buffer {
+            let region = builder.into_region();
+            debug_assert!(self.num_nodes > 1, "stale data on a single node");
+            let transfer = TransferId {
+                consumer: task.id(),
+                buffer: bid,
+                reduction: ReductionId::NONE,
+            };
+            let cmd = self.create(
+                task.id(),
+                CommandKind::AwaitPush {
+                    transfer,
+                    region: region.clone(),
+                },
+            );
+            self.add_anti_dependencies(task.id(), bid, &region, cmd);
+            self.add_epoch_dependency(cmd);
+            self.buffers
+                .get_mut(&bid)
+                .expect("validated")
+                .last_writers
+                .update_region(&region, WriteState::new(cmd, true));
+        }
+    }
+
+    /// Marks what other nodes wrote in this task as stale here (keeping the old writers for
+    /// anti-dependencies), and extends the initialised regions.
+    pub(super) fn update_fresh_regions(
+        &mut self,
+        task: &Task,
+        local_writes: &SmallVec<[(BufferId, Region); 2]>,
+    ) {
+        let map = task.access_map();
+        let scalar = Region::from_box(super::buffer_state::SCALAR_BOX);
+        let reduction_outputs = task
+            .reductions()
+            .iter()
+            .map(|r| r.bid)
+            .filter(|bid| !map.accesses_buffer(*bid));
+        let buffers: SmallVec<[BufferId; 4]> =
+            map.accessed_buffers().chain(reduction_outputs).collect();
+        for bid in buffers {
+            let global_writes = if task.reductions().iter().any(|r| r.bid == bid) {
+                &scalar
+            } else {
+                map.task_produced_region(bid)
+            };
+            if global_writes.is_empty() {
+                continue;
+            }
+            let track_init = self.policies.uninitialized_read != ErrorPolicy::Ignore;
+            let buffer = self.buffers.get_mut(&bid).expect("validated");
+            if track_init {
+                buffer.initialized = buffer.initialized.union(global_writes);
+            }
+            let remote_writes = match local_writes.iter().find(|(b, _)| *b == bid) {
+                Some((_, local)) => global_writes.difference(local),
+                None => global_writes.clone(),
+            };
+            if remote_writes.is_empty() {
+                continue;
+            }
+            for (b, ws) in buffer.last_writers.get_region_values(&remote_writes) {
+                if ws.is_fresh() {
+                    buffer.last_writers.update_box(&b, ws.stale());
+                }
+            }
+        }
+    }
+}
