@@ -399,3 +399,57 @@ fn a_dry_run_builds_the_graphs_of_node_0_of_many_and_executes_nothing() {
     assert_eq!(ran.load(Ordering::SeqCst), 0);
     rt.shutdown().unwrap();
 }
+
+#[test]
+fn reduction_slots_start_at_the_identity_of_their_operator() {
+    for cfg in configurations() {
+        let label = format!("{:?}", cfg.devices);
+        let mut rt = Runtime::start(cfg).unwrap();
+        let n = 12usize;
+        let data: Vec<f64> = (1..=n).map(|i| i as f64).collect();
+        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let input = rt
+            .create_buffer(1, Range::new(n, 1, 1), 8, 8, Some(&bytes))
+            .unwrap();
+        let product = rt.create_buffer(0, Range::ONE, 8, 8, None).unwrap();
+        let minimum = rt.create_buffer(0, Range::ONE, 8, 8, None).unwrap();
+        let times = rt
+            .register_reduction(Arc::new(BuiltinReducer::<f64>::new(BuiltinOp::Product)))
+            .unwrap();
+        let min = rt
+            .register_reduction(Arc::new(BuiltinReducer::<f64>::new(BuiltinOp::Min)))
+            .unwrap();
+        let cg = CommandGroup::new()
+            .access(input, AccessMode::Read, RangeMapper::OneToOne)
+            .reduction(times, product, true)
+            .reduction(min, minimum, true);
+        let kernel = launcher(move |inv| {
+            for_each(&inv.chunk, |i| {
+                // SAFETY: one_to_one covers the chunk; the slots are f64s pre-set to the identity.
+                unsafe {
+                    let v = *element(inv, 0, i);
+                    *(inv.reductions[0].0 as *mut f64) *= v;
+                    let m = inv.reductions[1].0 as *mut f64;
+                    *m = (*m).min(v + 100.0);
+                }
+            });
+        });
+        rt.submit(
+            TaskSpec::DeviceKernel {
+                dims: 1,
+                range: Range::new(n, 1, 1),
+                offset: Id::default(),
+            },
+            cg,
+            kernel,
+        )
+        .unwrap();
+        assert_eq!(
+            fence_all(&mut rt, product, 1)[0],
+            (1..=n).product::<usize>() as f64,
+            "{label}"
+        );
+        assert_eq!(fence_all(&mut rt, minimum, 1)[0], 101.0, "{label}");
+        rt.shutdown().unwrap();
+    }
+}
