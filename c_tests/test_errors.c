@@ -67,7 +67,7 @@ static void test_before_init(void) {
     EXPECT_STATE(celerity_runtime_shutdown(), "celerity_runtime_shutdown");
 }
 
-static void test_cuda_unsupported(void) {
+static void test_cuda_unsupported(int* argc, char*** argv) {
     void* libcuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (libcuda != NULL) {
         dlclose(libcuda);
@@ -77,7 +77,7 @@ static void test_cuda_unsupported(void) {
     celerity_config* cfg = NULL;
     CHECK_OK(celerity_config_create(&cfg));
     CHECK_OK(celerity_config_set(cfg, "devices", "cuda"));
-    EXPECT(celerity_runtime_init(NULL, NULL, cfg), CELERITY_ERROR_UNSUPPORTED, "cuda");
+    EXPECT(celerity_runtime_init(argc, argv, cfg), CELERITY_ERROR_UNSUPPORTED, "cuda");
     celerity_config_destroy(cfg);
     /* Still not initialised. */
     EXPECT_STATE(celerity_wait(), "celerity_wait");
@@ -506,7 +506,7 @@ static void test_still_usable(void) {
 
 int main(int argc, char** argv) {
     test_before_init();
-    test_cuda_unsupported();
+    test_cuda_unsupported(&argc, &argv);
     test_init(&argc, &argv);
     celerity_config* cfg = NULL;
     CHECK_OK(celerity_config_create(&cfg));
