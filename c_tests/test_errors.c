@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "test_runtime.h"
 
@@ -461,6 +462,11 @@ static void test_clamped_custom(void) {
     celerity_buffer* in = test_buffer(1, NC, 1, 1, sizeof(double), init, "clamp_in");
     celerity_buffer* out = test_buffer(1, NC, 1, 1, sizeof(double), NULL, "clamp_out");
     celerity_buffer* other = test_buffer(1, NC, 1, 1, sizeof(double), init, "clamp_other");
+    /* Capture stderr (the runtime's log) while the two tasks are scheduled and run. */
+    fflush(stderr);
+    FILE* log = tmpfile();
+    int saved_stderr = dup(fileno(stderr));
+    if (log != NULL) dup2(fileno(log), fileno(stderr));
     for (int rep = 0; rep < 2; ++rep) { /* the warning comes once per task */
         celerity_cg* cg = test_cg("clamped_custom");
         test_access(cg, in, CELERITY_ACCESS_READ, celerity_custom(overshoot_mapper, NULL));
@@ -471,7 +477,25 @@ static void test_clamped_custom(void) {
     }
     double got[NC];
     CHECK_OK(test_read(out, NULL, got, sizeof got));
+    CHECK_OK(celerity_wait());
+    fflush(stderr);
+    dup2(saved_stderr, fileno(stderr));
+    close(saved_stderr);
     for (int i = 0; i < NC; ++i) CHECK(got[i] == init[i] + init[i + 3 < NC ? i + 3 : NC - 1]);
+    /* A warning per task (not per chunk or per call): lines mentioning the clamping. */
+    if (log != NULL) {
+        char line[1024];
+        int warnings = 0;
+        rewind(log);
+        while (fgets(line, sizeof line, log) != NULL) {
+            fputs(line, stderr);
+            warnings += test_contains_i(line, "clamp");
+        }
+        fclose(log);
+        if (warnings < 1 || warnings > 2 * 2)
+            fprintf(stderr, "expected one clamping warning per task (per accessor at most), saw %d\n", warnings);
+        CHECK(warnings >= 1 && warnings <= 2 * 2);
+    }
     CHECK_OK(celerity_buffer_release(in));
     CHECK_OK(celerity_buffer_release(out));
     CHECK_OK(celerity_buffer_release(other));
