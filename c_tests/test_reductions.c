@@ -329,6 +329,10 @@ static void test_chain(void) {
         double got_max = -1;
         CHECK_OK(test_read(sum, NULL, &got_sum, sizeof got_sum));
         CHECK_OK(test_read(max, NULL, &got_max, sizeof got_max));
+        if (got_sum != s || got_max != m) {
+            fprintf(stderr, "chain step %d: sum %lld (expected %lld), max %g (expected %g)\n", step,
+                    (long long)got_sum, (long long)s, got_max, m);
+        }
         CHECK(got_sum == s);
         CHECK(got_max == m);
     }
