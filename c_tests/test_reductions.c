@@ -307,7 +307,7 @@ static void test_chain(void) {
     max_op.kind = CELERITY_REDUCE_MAX;
     max_op.type = CELERITY_TYPE_F64;
     size_t range[3] = {N, 1, 1};
-    for (int step = 0; step < 5; ++step) {
+    for (int step = 0; step < 20; ++step) {
         celerity_cg* cg = test_cg("two_reductions");
         test_access(cg, b, CELERITY_ACCESS_READ, celerity_one_to_one());
         CHECK_OK(celerity_cg_reduction(cg, sum, &sum_op, true));
