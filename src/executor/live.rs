@@ -712,16 +712,18 @@ impl Executor {
             })
             .collect::<Result<Vec<_>>>()?;
         let mut reduction_slots = Vec::with_capacity(reductions.len());
+        let mut reduction_identities = Vec::with_capacity(reductions.len());
         for (slot, info) in reductions.iter().zip(task.reductions()) {
             let reducer = self.reducer(info.rid)?;
             let base = self.pointer(slot.allocation)?;
             let offset =
                 linear_offset(&slot.allocated_box, &slot.accessed_box) * reducer.elem_size();
-            let address = (base + offset) as *mut u8;
-            // SAFETY: the slot is one element of a live allocation that only this chunk writes;
-            // kernels combine into a value pre-set to the identity (API.md).
-            unsafe { reducer.fill_identity(address, 1) };
-            reduction_slots.push(SendPtr(address));
+            reduction_slots.push(SendPtr((base + offset) as *mut u8));
+            // The slot may be device memory: the backend writes the identity before the kernel.
+            let mut identity = vec![0u8; reducer.elem_size()];
+            // SAFETY: `identity` holds one element.
+            unsafe { reducer.fill_identity(identity.as_mut_ptr(), 1) };
+            reduction_identities.push(identity);
         }
         let host_objects = task
             .side_effects()
@@ -748,6 +750,7 @@ impl Executor {
             dims: geometry.dims,
             accessors,
             reductions: reduction_slots,
+            reduction_identities,
             host_objects,
             device,
             collective_comm,
