@@ -284,8 +284,10 @@ static void test_kernel_context(uint32_t dims, const size_t range[3], const size
                 bad += host[test_lin(buf_range, i, j, k)] != want;
             }
     CHECK(bad == 0);
+    /* Each item ran once on this node (on several nodes: at most once here; the fenced buffer
+     * above shows that all items ran somewhere). */
     bad = 0;
-    for (size_t e = 0; e < n; ++e) bad += atomic_load(&c->hits[e]) != 1;
+    for (size_t e = 0; e < n; ++e) bad += info.num_nodes == 1 ? atomic_load(&c->hits[e]) != 1 : atomic_load(&c->hits[e]) > 1;
     CHECK(bad == 0);
     if (expect_all_devices && info.num_devices <= 31) {
         int used = atomic_load(&c->devices_used);
