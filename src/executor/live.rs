@@ -66,6 +66,8 @@ pub enum ExecutorMessage {
     TrackHostObject(HostObjectId, HostObjectInstance),
     /// A reduction's operator.
     TrackReducer(ReductionId, Arc<dyn Reducer>),
+    /// Stop once in-flight work is done: the scheduler failed and no shutdown epoch will come.
+    Abort,
 }
 
 /// Settings of an executor.
@@ -181,6 +183,7 @@ struct Executor {
     collective_comms: IdMap<CollectiveGroupId, Box<dyn Communicator>>,
     in_flight: Vec<InFlight>,
     shutdown_reached: bool,
+    aborted: bool,
     disconnected: bool,
     last_progress: Instant,
     stall_reported: bool,
@@ -215,6 +218,7 @@ impl Executor {
             collective_comms: IdMap::default(),
             in_flight: Vec::new(),
             shutdown_reached: false,
+            aborted: false,
             disconnected: false,
             last_progress: Instant::now(),
             stall_reported: false,
@@ -238,6 +242,11 @@ impl Executor {
             }
             if self.shutdown_reached && self.engine.is_idle() {
                 break;
+            }
+            if self.aborted && self.in_flight.is_empty() {
+                return Err(Error::internal(
+                    "the executor stopped early because the scheduler failed",
+                ));
             }
             if progressed {
                 self.last_progress = Instant::now();
@@ -320,6 +329,7 @@ impl Executor {
             ExecutorMessage::TrackReducer(id, reducer) => {
                 self.reducers.insert(id, reducer);
             }
+            ExecutorMessage::Abort => self.aborted = true,
         }
     }
 

@@ -109,6 +109,11 @@ impl SchedulerSink for ExecutorSink {
     fn error(&mut self, error: Error) {
         self.shared.async_error(error);
     }
+
+    fn abort(&mut self) {
+        let _ = self.executor.send(ExecutorMessage::Abort);
+        self.executor_thread.unpark();
+    }
 }
 
 /// Forwards every created task to the scheduler thread.
@@ -549,6 +554,7 @@ impl Runtime {
             self.release_host_object(id)?;
         }
         self.shut_down = true;
+        let already_reported = self.failed.is_some();
         let epoch = self
             .task_manager
             .epoch(EpochAction::Shutdown, None)
@@ -557,13 +563,12 @@ impl Runtime {
         self.scheduler.join();
         *self.shared.scheduler.lock() = None;
         epoch?;
+        // A failure no earlier call reported is reported now; one already reported is not again.
         let pending = self.take_async_error();
-        executor_outcome?;
-        if self.failed.is_some() {
-            Ok(())
-        } else {
-            pending
+        if !already_reported {
+            pending?;
         }
+        executor_outcome
     }
 }
 

@@ -20,10 +20,13 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use crate::command::{CommandGraphGenerator, CommandKind, CommandRef};
 use crate::error::{Error, Result};
+use crate::executor::payload::promise_of;
 use crate::grid::Range;
 use crate::instruction::{Batch, InstructionGraphGenerator, SchedulingHint};
 use crate::runtime::config::Lookahead;
@@ -69,6 +72,9 @@ pub trait SchedulerSink: Send {
     fn batch(&mut self, batch: Batch);
     /// A generation error, reported at the next synchronising call.
     fn error(&mut self, error: Error);
+    /// The scheduler failed for good and will produce no shutdown epoch: the executor must stop
+    /// once its in-flight work is done.
+    fn abort(&mut self);
 }
 
 /// The application side of the scheduler thread.
@@ -132,6 +138,8 @@ pub struct Scheduler {
     /// Horizon commands queued after the last command that could merge with later ones.
     horizons_since_mergeable: usize,
     shutdown: bool,
+    /// Set after a panic inside a generator: later tasks only get their promises failed.
+    broken: Option<Error>,
 }
 
 impl Scheduler {
@@ -150,15 +158,50 @@ impl Scheduler {
             queue: VecDeque::new(),
             horizons_since_mergeable: 0,
             shutdown: false,
+            broken: None,
         }
     }
 
     fn run(mut self, receiver: Receiver<SchedulerEvent>) {
         while let Ok(event) = receiver.recv() {
-            self.handle(event);
+            let task = match &event {
+                SchedulerEvent::Task(task) => Some(task.clone()),
+                _ => None,
+            };
+            if let Some(broken) = self.broken.clone() {
+                if let Some(task) = task {
+                    self.fail_task(&task, &broken);
+                }
+            } else if let Err(payload) = catch_unwind(AssertUnwindSafe(|| self.handle(event))) {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                let error = Error::internal(format!(
+                    "the scheduler failed (a bug in celerity, please report it): {message}"
+                ));
+                self.sink.error(error.clone());
+                self.broken = Some(error.clone());
+                if let Some(task) = task {
+                    self.fail_task(&task, &error);
+                }
+            }
             if self.shutdown {
                 break;
             }
+        }
+    }
+
+    /// Fails whatever waits for `task` (its fence or epoch promise); a shutdown epoch also stops
+    /// the executor, since no shutdown instruction will reach it.
+    fn fail_task(&mut self, task: &Arc<Task>, error: &Error) {
+        if let Some(promise) = promise_of(task) {
+            promise.fulfill(Err(error.clone()));
+        }
+        if task.epoch_action() == Some(EpochAction::Shutdown) {
+            self.sink.abort();
+            self.shutdown = true;
         }
     }
 
