@@ -320,6 +320,16 @@ impl<T> Node<T> {
         None
     }
 
+    /// Moves every entry of the subtree out, as (box, value) pairs.
+    pub fn into_entries(self, out: &mut Vec<(GridBox, T)>) {
+        for (b, s) in self.boxes.into_iter().zip(self.slots) {
+            match s {
+                Slot::Value(v) => out.push((b, v)),
+                Slot::Node(n) => n.into_entries(out),
+            }
+        }
+    }
+
     /// Moves the node's items out, as (box, slot) pairs.
     pub fn into_items(self, out: &mut Vec<(GridBox, Slot<T>)>) {
         out.extend(self.boxes.into_iter().zip(self.slots));
@@ -350,6 +360,47 @@ impl<T> Node<T> {
         root.boxes.push(sibling.bbox());
         root.slots.push(Slot::Node(sibling));
         root
+    }
+
+    /// Builds a tree over `items` (disjoint entry boxes with their values) in one pass: the items
+    /// are sorted in coordinate order and packed level by level into evenly filled nodes of at most
+    /// [`MAX_CHILDREN`] children (so every non-root node holds at least [`MIN_CHILDREN`]). Much
+    /// cheaper than inserting them one by one; used when most of a map is rewritten at once.
+    pub fn bulk_load(mut items: Vec<(GridBox, T)>) -> Node<T> {
+        items.sort_unstable_by(|a, b| a.0.coordinate_order(&b.0));
+        let mut level: Vec<(GridBox, Slot<T>)> = items
+            .into_iter()
+            .map(|(b, v)| (b, Slot::Value(v)))
+            .collect();
+        let mut height = 0;
+        loop {
+            let n = level.len();
+            let groups = n.div_ceil(MAX_CHILDREN).max(1);
+            let mut nodes: Vec<Node<T>> = Vec::with_capacity(groups);
+            let mut it = level.into_iter();
+            for g in 0..groups {
+                // sizes differ by at most one
+                let size = n / groups + usize::from(g < n % groups);
+                let mut node = Node {
+                    height,
+                    boxes: SmallVec::new(),
+                    slots: SmallVec::new(),
+                };
+                for (b, s) in it.by_ref().take(size) {
+                    node.boxes.push(b);
+                    node.slots.push(s);
+                }
+                nodes.push(node);
+            }
+            if groups == 1 {
+                return nodes.pop().expect("one node");
+            }
+            level = nodes
+                .into_iter()
+                .map(|node| (node.bbox(), Slot::Node(Box::new(node))))
+                .collect();
+            height += 1;
+        }
     }
 
     /// Checks the structural invariants (tests only): bounding boxes are exact,
