@@ -103,26 +103,38 @@ impl<T: Clone + PartialEq> RegionMap<T> {
             *self.root.find_mut(&b).expect("entry vanished") = value;
             candidates.push(b);
         } else {
-            for &(hb, _) in &hits {
-                let old = self.erase(&hb);
-                // re-insert the parts outside the update, cut along the fastest
-                // dimension first
+            for &(hb, same) in &hits {
+                if same && b.covers(&hb) {
+                    // already holds the value and is swallowed by the new entry
+                    self.erase(&hb);
+                    continue;
+                }
+                // the parts outside the update, cut along the fastest dimension first
+                let mut pieces: SmallVec<[GridBox; 6]> = SmallVec::new();
                 let (mut min, mut max) = (*hb.min_arr(), *hb.max_arr());
                 for d in (0..3).rev() {
                     if min[d] < b.min_arr()[d] {
                         let mut hi = max;
                         hi[d] = b.min_arr()[d];
-                        candidates
-                            .push(self.insert_new(GridBox::from_arrays(min, hi), old.clone()));
+                        pieces.push(GridBox::from_arrays(min, hi));
                         min[d] = b.min_arr()[d];
                     }
                     if max[d] > b.max_arr()[d] {
                         let mut lo = min;
                         lo[d] = b.max_arr()[d];
-                        candidates
-                            .push(self.insert_new(GridBox::from_arrays(lo, max), old.clone()));
+                        pieces.push(GridBox::from_arrays(lo, max));
                         max[d] = b.max_arr()[d];
                     }
+                }
+                let Some((&first, rest)) = pieces.split_first() else {
+                    self.erase(&hb);
+                    continue;
+                };
+                // the first piece keeps the entry's slot; the others are inserted
+                let old = self.root.shrink_entry(&hb, first).expect("entry vanished");
+                candidates.push(first);
+                for &piece in rest {
+                    candidates.push(self.insert_new(piece, old.clone()));
                 }
             }
             candidates.push(self.insert_new(b, value));
