@@ -11,11 +11,15 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::task::Task;
-use crate::types::TaskId;
+use crate::grid::GridBox;
+use crate::types::{BufferId, TaskId};
 
 struct Node {
     task: Arc<Task>,
     dependents: SmallVec<[TaskId; 2]>,
+    /// Per consumed buffer, the bounding box of the task-level consumed region: a cheap filter
+    /// for the anti-dependency scan over the dependents of a last writer.
+    consumed_bounds: SmallVec<[(BufferId, GridBox); 2]>,
 }
 
 /// The live tasks and their dependents.
@@ -41,6 +45,18 @@ impl TaskGraph {
     pub fn dependents(&self, tid: TaskId) -> &[TaskId] {
         self.index(tid)
             .map_or(&[], |i| self.nodes[i].dependents.as_slice())
+    }
+
+    /// Bounding box of what the live task `tid` consumes of `bid` over its whole iteration space
+    /// (empty if nothing, or if the task is not live).
+    #[inline]
+    pub(crate) fn consumed_bounds(&self, tid: TaskId, bid: BufferId) -> GridBox {
+        self.index(tid)
+            .and_then(|i| {
+                let node = &self.nodes[i];
+                node.consumed_bounds.iter().find(|(b, _)| *b == bid)
+            })
+            .map_or(GridBox::EMPTY, |(_, bounds)| *bounds)
     }
 
     /// Number of live tasks.
@@ -72,9 +88,18 @@ impl TaskGraph {
                 .expect("a new task depends on a pruned task");
             self.nodes[i].dependents.push(task.id());
         }
+        let bam = task.access_map();
+        let consumed_bounds = bam
+            .accessed_buffers()
+            .filter_map(|bid| {
+                let bounds = bam.task_consumed_region(bid).bounding_box();
+                (!bounds.is_empty()).then_some((bid, bounds))
+            })
+            .collect();
         self.nodes.push_back(Node {
             task,
             dependents: SmallVec::new(),
+            consumed_bounds,
         });
     }
 

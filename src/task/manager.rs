@@ -668,9 +668,18 @@ impl TaskManager {
                     Some(w) if !writers.contains(&w) => writers.push(w),
                     _ => {}
                 });
+            let produced_bounds = produced.bounding_box();
             for w in writers {
                 let mut has_anti_dependents = false;
                 for &dependent in self.graph.dependents(w) {
+                    // bounding boxes first: most dependents read elsewhere or not at all
+                    if !self
+                        .graph
+                        .consumed_bounds(dependent, *bid)
+                        .intersects(&produced_bounds)
+                    {
+                        continue;
+                    }
                     let reader = self.graph.get(dependent).expect("live dependent");
                     if reader
                         .access_map()
