@@ -271,6 +271,18 @@ impl BufferAccessMap {
         self.evaluate(n, &self.chunk_of(execution_range))
     }
 
+    /// The bounding box of [`BufferAccessMap::requirements_for_nth_access`], without building
+    /// the region for built-in mappers (a custom mapper is evaluated as there, clamp warning
+    /// included).
+    pub fn bounds_for_nth_access(&self, n: usize, execution_range: &GridBox) -> GridBox {
+        let acc = &self.accesses_slice()[n];
+        let chunk = self.chunk_of(execution_range);
+        match acc.mapper.bounds(&chunk, acc.buffer_range) {
+            Some(bounds) => bounds,
+            None => self.evaluate_access(n, acc, &chunk).bounding_box(),
+        }
+    }
+
     fn union_of_accesses(
         &self,
         bid: BufferId,
