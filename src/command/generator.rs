@@ -236,9 +236,9 @@ impl CommandGraphGenerator {
     }
 
     fn finish_batch(&mut self, task: &Arc<Task>) -> Vec<CommandRef> {
-        let batch = std::mem::take(&mut self.batch);
-        let commands: Vec<CommandRef> = batch
-            .into_iter()
+        let commands: Vec<CommandRef> = self
+            .batch
+            .drain(..)
             .map(|p| {
                 Arc::new(Command {
                     id: p.id,
@@ -342,8 +342,13 @@ impl CommandGraphGenerator {
     ) {
         let buffer = &self.buffers[&bid];
         let mut targets: SmallVec<[CommandId; 8]> = SmallVec::new();
-        for (_, ws) in buffer.last_writers.get_region_values(region) {
-            let writer = ws.command();
+        let mut writers: SmallVec<[CommandId; 4]> = SmallVec::new();
+        buffer.last_writers.query_region(region, |_, ws| {
+            if !writers.contains(&ws.command()) {
+                writers.push(ws.command());
+            }
+        });
+        for writer in writers {
             let entry = self.table.get(writer);
             let before = targets.len();
             for &dependent in &entry.true_dependents {
@@ -583,10 +588,15 @@ impl CommandGraphGenerator {
             for req in requirements {
                 let bid = req.bid;
                 if !req.consumed.is_empty() {
-                    let writers = self.buffers[&bid]
+                    let mut writers: SmallVec<[WriteState; 4]> = SmallVec::new();
+                    self.buffers[&bid]
                         .last_writers
-                        .get_region_values(&req.consumed);
-                    for (_, ws) in writers {
+                        .query_region(&req.consumed, |_, ws| {
+                            if !writers.contains(ws) {
+                                writers.push(*ws);
+                            }
+                        });
+                    for ws in writers {
                         debug_assert!(ws.is_fresh(), "unresolved remote data dependency");
                         self.add_dependency(
                             cmd,

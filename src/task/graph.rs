@@ -19,7 +19,7 @@ struct Node {
     dependents: SmallVec<[TaskId; 2]>,
     /// Per consumed buffer, the bounding box of the task-level consumed region: a cheap filter
     /// for the anti-dependency scan over the dependents of a last writer.
-    consumed_bounds: SmallVec<[(BufferId, GridBox); 2]>,
+    consumed_bounds: SmallVec<[(BufferId, GridBox); 1]>,
 }
 
 /// The live tasks and their dependents.
@@ -89,13 +89,15 @@ impl TaskGraph {
             self.nodes[i].dependents.push(task.id());
         }
         let bam = task.access_map();
-        let consumed_bounds = bam
-            .accessed_buffers()
-            .filter_map(|bid| {
+        let mut consumed_bounds = SmallVec::new();
+        if bam.num_accesses() > 0 {
+            for bid in bam.accessed_buffers() {
                 let bounds = bam.task_consumed_region(bid).bounding_box();
-                (!bounds.is_empty()).then_some((bid, bounds))
-            })
-            .collect();
+                if !bounds.is_empty() {
+                    consumed_bounds.push((bid, bounds));
+                }
+            }
+        }
         self.nodes.push_back(Node {
             task,
             dependents: SmallVec::new(),
