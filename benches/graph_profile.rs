@@ -116,16 +116,6 @@ fn task_handling() {
 }
 
 fn main() {
-    if std::env::var_os("SIZES").is_some() {
-        eprintln!(
-            "Task {} BAM {} BufferAccess {} RangeMapper {} Region {}",
-            size_of::<celerity::task::Task>(),
-            size_of::<celerity::task::BufferAccessMap>(),
-            size_of::<celerity::task::BufferAccess>(),
-            size_of::<celerity::task::RangeMapper>(),
-            size_of::<celerity::grid::Region>()
-        );
-    }
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a != "--bench")

@@ -87,6 +87,8 @@ struct BufferRegions {
     bid: BufferId,
     consumed: Region,
     produced: Region,
+    /// Bounding box of `consumed` (a cheap filter for the anti-dependency scan).
+    consumed_bounds: GridBox,
 }
 
 /// The accesses of a task, with the task-level regions (one chunk spanning the whole iteration
@@ -166,8 +168,12 @@ impl BufferAccessMap {
                     bid,
                     consumed,
                     produced,
+                    consumed_bounds: GridBox::EMPTY,
                 }),
             }
+        }
+        for b in &mut buffers {
+            b.consumed_bounds = b.consumed.bounding_box();
         }
         buffers
     }
@@ -259,6 +265,13 @@ impl BufferAccessMap {
     /// Union of the consuming accesses to `bid` over the whole task (empty if none).
     pub fn task_consumed_region(&self, bid: BufferId) -> &Region {
         self.regions_of(bid).map_or(&EMPTY_REGION, |b| &b.consumed)
+    }
+
+    /// Bounding box of [`BufferAccessMap::task_consumed_region`].
+    #[inline]
+    pub fn task_consumed_bounds(&self, bid: BufferId) -> GridBox {
+        self.regions_of(bid)
+            .map_or(GridBox::EMPTY, |b| b.consumed_bounds)
     }
 
     /// Union of the producing accesses to `bid` over the whole task (empty if none).

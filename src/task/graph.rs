@@ -11,15 +11,11 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::task::Task;
-use crate::grid::GridBox;
-use crate::types::{BufferId, TaskId};
+use crate::types::TaskId;
 
 struct Node {
     task: Arc<Task>,
     dependents: SmallVec<[TaskId; 2]>,
-    /// Per consumed buffer, the bounding box of the task-level consumed region: a cheap filter
-    /// for the anti-dependency scan over the dependents of a last writer.
-    consumed_bounds: SmallVec<[(BufferId, GridBox); 1]>,
 }
 
 /// The live tasks and their dependents.
@@ -45,18 +41,6 @@ impl TaskGraph {
     pub fn dependents(&self, tid: TaskId) -> &[TaskId] {
         self.index(tid)
             .map_or(&[], |i| self.nodes[i].dependents.as_slice())
-    }
-
-    /// Bounding box of what the live task `tid` consumes of `bid` over its whole iteration space
-    /// (empty if nothing, or if the task is not live).
-    #[inline]
-    pub(crate) fn consumed_bounds(&self, tid: TaskId, bid: BufferId) -> GridBox {
-        self.index(tid)
-            .and_then(|i| {
-                let node = &self.nodes[i];
-                node.consumed_bounds.iter().find(|(b, _)| *b == bid)
-            })
-            .map_or(GridBox::EMPTY, |(_, bounds)| *bounds)
     }
 
     /// Number of live tasks.
@@ -88,20 +72,9 @@ impl TaskGraph {
                 .expect("a new task depends on a pruned task");
             self.nodes[i].dependents.push(task.id());
         }
-        let bam = task.access_map();
-        let mut consumed_bounds = SmallVec::new();
-        if bam.num_accesses() > 0 {
-            for bid in bam.accessed_buffers() {
-                let bounds = bam.task_consumed_region(bid).bounding_box();
-                if !bounds.is_empty() {
-                    consumed_bounds.push((bid, bounds));
-                }
-            }
-        }
         self.nodes.push_back(Node {
             task,
             dependents: SmallVec::new(),
-            consumed_bounds,
         });
     }
 

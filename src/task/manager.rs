@@ -672,15 +672,15 @@ impl TaskManager {
             for w in writers {
                 let mut has_anti_dependents = false;
                 for &dependent in self.graph.dependents(w) {
+                    let reader = self.graph.get(dependent).expect("live dependent");
                     // bounding boxes first: most dependents read elsewhere or not at all
-                    if !self
-                        .graph
-                        .consumed_bounds(dependent, *bid)
+                    let reader_map = reader.access_map();
+                    if !reader_map
+                        .task_consumed_bounds(*bid)
                         .intersects(&produced_bounds)
                     {
                         continue;
                     }
-                    let reader = self.graph.get(dependent).expect("live dependent");
                     if reader
                         .access_map()
                         .task_consumed_region(*bid)
