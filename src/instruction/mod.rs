@@ -1,1 +1,36 @@
 //! Instruction graph generation (IDAG): allocations, copies, kernels, transfers and reductions per node.
+//!
+//! The [`InstructionGraphGenerator`] compiles the commands of one node (from the command graph)
+//! into [`Instruction`]s on concrete memories and devices, which the executor runs out of order.
+//! See [`generator`] for the protocol, [`buffer_state`] for the tracking state, and the other
+//! modules for each stage: [`allocation`] (grow-only allocations, staging pool), [`coherence`]
+//! (copies between memories), [`receive`] (deferred await-pushes), [`push`] (sends and pilots),
+//! [`reduction`] (local and global reductions) and [`execution`] (kernels, host tasks, lookahead).
+
+pub mod allocation;
+pub mod buffer_state;
+pub mod coherence;
+mod emitter;
+pub mod execution;
+pub mod generator;
+#[allow(clippy::module_inception)]
+pub mod instruction;
+pub mod push;
+pub mod receive;
+pub mod recorder;
+pub mod reduction;
+
+#[cfg(test)]
+mod tests;
+
+pub use generator::{
+    Batch, BufferFencePayload, InstructionGraphGenerator, Policies, SchedulingHint,
+};
+pub use instruction::{
+    BufferAccessAllocation, CopyLayout, Instruction, InstructionGarbage, InstructionKind,
+    Placement, priority,
+};
+pub use recorder::{
+    AllocOrigin, CopyOrigin, DependencyOrigin, InstructionRecord, InstructionRecorder,
+    RecordDetail, ReductionScope,
+};

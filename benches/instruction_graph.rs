@@ -1,0 +1,154 @@
+//! Instruction graph benchmarks: Celerity's "generating large instruction graphs for N devices"
+//! (1, 4, 16; with and without device-to-device copies) on the six topologies of
+//! `test/dag_benchmarks.cc`, built and timed as `shared/reference/dag-benchmarks.md` describes:
+//! 2 nodes, host tasks, node 0's graphs.
+//!
+//! Each timed run covers: creating the task manager (with the init epoch), node 0's command and
+//! instruction graph generators on a system of N devices, creating the buffers (all three are
+//! notified; host-initialised buffers get a user allocation), submitting every task (mappers,
+//! task dependencies, horizons), building node 0's commands for every task, horizon and epoch and
+//! compiling each into instructions, the shutdown epoch, and freeing everything. No recorders;
+//! policies `ignore`.
+//!
+//! A second group, "instruction graph (device tasks)", submits device kernels instead, so the
+//! instruction graph generator splits every task across the devices (no Celerity figure exists).
+
+mod common;
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use celerity::backend::system_info::SystemInfo;
+use celerity::command::{CommandGraphGenerator, CommandPolicies};
+use celerity::grid::Range;
+use celerity::instruction::{InstructionGraphGenerator, Policies};
+use celerity::runtime::config::ErrorPolicy;
+use celerity::task::{CommandGroup, EpochAction, Task, TaskManager, TaskManagerConfig, TaskSpec};
+use celerity::types::{AllocationId, BufferId, MemoryId, NodeId};
+use common::topologies::{self, TopologyContext};
+use criterion::{Criterion, criterion_group, criterion_main};
+use parking_lot::Mutex;
+
+const NUM_NODES: usize = 2;
+
+/// Node 0's generators, fed by the task manager's delegate.
+struct Pipeline {
+    cggen: CommandGraphGenerator,
+    iggen: InstructionGraphGenerator,
+}
+
+impl Pipeline {
+    fn task_created(&mut self, task: &Arc<Task>) {
+        for command in self.cggen.build_task(task).expect("build_task") {
+            black_box(self.iggen.compile(&command).expect("compile"));
+        }
+    }
+}
+
+struct Ctx {
+    tm: TaskManager,
+    pipeline: Arc<Mutex<Pipeline>>,
+    device_tasks: bool,
+    next_bid: u64,
+    next_user_aid: u64,
+}
+
+impl Ctx {
+    fn new(num_devices: usize, peer_copies: bool, device_tasks: bool) -> Self {
+        let system = SystemInfo::with_devices(num_devices, peer_copies).expect("system");
+        let cdag_policies = CommandPolicies {
+            uninitialized_read: ErrorPolicy::Ignore,
+            overlapping_write: ErrorPolicy::Ignore,
+        };
+        let pipeline = Arc::new(Mutex::new(Pipeline {
+            cggen: CommandGraphGenerator::new(NUM_NODES, NodeId(0), cdag_policies).expect("cggen"),
+            iggen: InstructionGraphGenerator::new(
+                system,
+                NodeId(0),
+                NUM_NODES,
+                Policies::ignore_all(),
+                None,
+            ),
+        }));
+        let sink = Arc::clone(&pipeline);
+        let delegate = move |task: &Arc<Task>| sink.lock().task_created(task);
+        let config = TaskManagerConfig {
+            num_collective_nodes: NUM_NODES,
+            uninitialized_read: ErrorPolicy::Ignore,
+            ..TaskManagerConfig::default()
+        };
+        Ctx {
+            tm: TaskManager::new(config, Some(Box::new(delegate))),
+            pipeline,
+            device_tasks,
+            next_bid: 0,
+            next_user_aid: 1,
+        }
+    }
+}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        self.tm
+            .epoch(EpochAction::Shutdown, None)
+            .expect("shutdown");
+    }
+}
+
+impl TopologyContext for Ctx {
+    fn num_nodes(&self) -> usize {
+        NUM_NODES
+    }
+
+    fn buffer(&mut self, range: &[usize], host_initialized: bool) -> BufferId {
+        let bid = BufferId(self.next_bid);
+        self.next_bid += 1;
+        let r = Range::from_slice(range);
+        self.tm
+            .notify_buffer_created(bid, range.len(), r, host_initialized);
+        let user = host_initialized.then(|| {
+            self.next_user_aid += 1;
+            AllocationId::new(MemoryId::USER, self.next_user_aid - 1)
+        });
+        let mut p = self.pipeline.lock();
+        p.cggen.notify_buffer_created(bid, r, host_initialized);
+        p.iggen.notify_buffer_created(bid, r, 4, 4, user);
+        bid
+    }
+
+    fn submit(&mut self, range: &[usize], cg: CommandGroup) {
+        let r = Range::from_slice(range);
+        let spec = if self.device_tasks {
+            TaskSpec::device(range.len(), r)
+        } else {
+            TaskSpec::host(range.len(), r)
+        };
+        self.tm.submit(spec, cg).expect("submit");
+    }
+}
+
+fn run_group(c: &mut Criterion, title: &str, device_tasks: bool) {
+    for (peer_copies, suffix) in [(true, ""), (false, " without d2d copy support")] {
+        for devices in [1usize, 4, 16] {
+            let mut group = c.benchmark_group(format!("{title}/{devices} devices{suffix}"));
+            for (name, build) in topologies::all::<Ctx>() {
+                group.bench_function(name, |b| {
+                    b.iter(|| {
+                        let mut ctx = Ctx::new(devices, peer_copies, device_tasks);
+                        build(&mut ctx);
+                        drop(black_box(ctx));
+                    })
+                });
+            }
+            group.finish();
+        }
+    }
+}
+
+fn instruction_graph(c: &mut Criterion) {
+    run_group(c, "instruction graph", false);
+    run_group(c, "instruction graph (device tasks)", true);
+}
+
+criterion_group!(benches, instruction_graph);
+criterion_main!(benches);

@@ -1,0 +1,266 @@
+//! Buffer allocations and the staging pool (digest 5.7, 5.9 item 4).
+//!
+//! Allocations of a buffer on a memory are disjoint boxes that only ever grow: when a required
+//! box is not covered by one allocation, the required boxes (plus everything `anticipate` saw
+//! coming) and the existing allocation boxes are merged into non-overlapping bounding boxes. Every
+//! new box gets an `alloc` (anchored on the last epoch); each replaced allocation is copied into
+//! the new ones where its data is still up to date on that memory (dead data is never copied),
+//! then freed after its last accesses.
+//!
+//! Staging allocations (host staging for copies between non-peer memories, device-side
+//! (de)linearisation space) come from a per-memory pool. An entry is reused only for the same
+//! size and alignment and only once its last accesses have collapsed into the current epoch, so
+//! reuse never adds an edge. The shutdown epoch frees the pool.
+
+use crate::grid::{
+    BoxVec, GridBox, Region, RegionBuilder, merge_connected_boxes, merge_overlapping_bounding_boxes,
+};
+use crate::types::{AllocationId, BufferId, MemoryId};
+
+use super::buffer_state::{AccessFront, BufferAllocation, FrontMode, StagingAllocation};
+use super::generator::InstructionGraphGenerator;
+use super::instruction::{CopyLayout, InstructionKind};
+use super::recorder::{AllocOrigin, CopyOrigin, DependencyOrigin, RecordDetail};
+
+/// After this many allocations of one buffer on one memory, the generator warns.
+pub(crate) const FREQUENT_ALLOCATION_THRESHOLD: usize = 10;
+
+impl InstructionGraphGenerator {
+    /// Makes sure every box of `required` lies inside one allocation of `bid` on `mid`.
+    pub(super) fn allocate_contiguously(
+        &mut self,
+        bid: BufferId,
+        mid: MemoryId,
+        mut required: BoxVec,
+    ) {
+        if required.is_empty() {
+            return;
+        }
+        let buffer = self.buffers.get(&bid).expect("unknown buffer");
+        let memory = &buffer.memories[mid.0 as usize];
+        debug_assert!(
+            required
+                .iter()
+                .all(|b| !b.is_empty() && GridBox::full_range(buffer.range).covers(b))
+        );
+        if required.iter().all(|b| memory.is_allocated_contiguously(b)) {
+            return;
+        }
+
+        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let memory = &mut buffer.memories[mid.0 as usize];
+        required.extend(memory.anticipated_contiguous_boxes.drain(..));
+        // Grow the required boxes by every existing allocation they overlap (transitively): this
+        // equals merging all boxes, since untouched allocations are disjoint and stay verbatim.
+        let mut merged = required;
+        merge_overlapping_bounding_boxes(&mut merged);
+        let mut absorbed = vec![false; memory.allocations.len()];
+        loop {
+            let mut grew = false;
+            for (a, done) in memory.allocations.iter().zip(absorbed.iter_mut()) {
+                if *done {
+                    continue;
+                }
+                if let Some(m) = merged.iter_mut().find(|m| m.intersects(&a.allocated_box)) {
+                    *m = m.bounding_box(&a.allocated_box);
+                    *done = true;
+                    grew = true;
+                }
+            }
+            if !grew {
+                break;
+            }
+            merge_overlapping_bounding_boxes(&mut merged);
+        }
+        // absorbed allocations whose box survives verbatim stay; the others are resize sources
+        let mut sources = Vec::new();
+        let (mut i, mut k) = (0, 0);
+        while i < memory.allocations.len() {
+            let resized = absorbed[k] && !merged.contains(&memory.allocations[i].allocated_box);
+            k += 1;
+            if resized {
+                sources.push(memory.allocations.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        let mut new_boxes: BoxVec = merged
+            .into_iter()
+            .filter(|b| !memory.allocations.iter().any(|a| a.allocated_box == *b))
+            .collect();
+        debug_assert!(!new_boxes.is_empty());
+        merge_connected_boxes(&mut new_boxes);
+
+        let mut new_allocations = Vec::with_capacity(new_boxes.len());
+        for new_box in new_boxes {
+            let aid = self.new_allocation_id(mid);
+            let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+            let (elem_size, elem_align) = (buffer.elem_size, buffer.elem_align);
+            let alloc = self.em.create(
+                InstructionKind::Alloc {
+                    allocation: aid,
+                    size_bytes: new_box.area() * elem_size,
+                    align_bytes: elem_align,
+                },
+                || RecordDetail::Alloc {
+                    origin: AllocOrigin::Buffer,
+                    buffer: Some((bid, new_box)),
+                    num_chunks: None,
+                },
+            );
+            self.em
+                .add_dependency(alloc, self.em.last_epoch, DependencyOrigin::LastEpoch);
+            let mut allocation = BufferAllocation::new(aid, Some(alloc), new_box);
+
+            for source in &mut sources {
+                let overlap = new_box.intersection(&source.allocated_box);
+                if overlap.is_empty() {
+                    continue;
+                }
+                // only what is still up to date on this memory is worth preserving
+                let mut live = RegionBuilder::new();
+                for (b, mask) in buffer.up_to_date.get_box_values(&overlap) {
+                    if mask.contains(mid) {
+                        live.add_box(b);
+                    }
+                }
+                if live.is_empty() {
+                    continue;
+                }
+                let live = live.into_region();
+                let copy = self.em.create(
+                    InstructionKind::Copy {
+                        source: source.aid,
+                        dest: aid,
+                        source_layout: CopyLayout::Strided {
+                            allocation: source.allocated_box,
+                        },
+                        dest_layout: CopyLayout::Strided {
+                            allocation: new_box,
+                        },
+                        region: live.clone(),
+                        elem_size,
+                    },
+                    || RecordDetail::Copy {
+                        origin: CopyOrigin::Resize,
+                        buffer: bid,
+                    },
+                );
+                self.em.read_from_allocation(copy, source, &live);
+                self.em.write_to_allocation(copy, &mut allocation, &live);
+            }
+            new_allocations.push(allocation);
+        }
+
+        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let elem_size = buffer.elem_size;
+        for source in &sources {
+            let b = source.allocated_box;
+            let free = self.em.create(
+                InstructionKind::Free {
+                    allocation: source.aid,
+                },
+                || RecordDetail::Free {
+                    size_bytes: b.area() * elem_size,
+                    buffer: Some((bid, b)),
+                },
+            );
+            // the resize copies joined the read fronts of the source
+            self.em.add_dependencies_on_last_accesses(
+                free,
+                source,
+                &Region::from(b),
+                DependencyOrigin::AllocationLifetime,
+            );
+        }
+
+        let memory = &mut buffer.memories[mid.0 as usize];
+        memory.total_allocations += new_allocations.len();
+        memory.allocations.extend(new_allocations);
+        if !memory.frequent_allocation_warned
+            && memory.total_allocations >= FREQUENT_ALLOCATION_THRESHOLD
+        {
+            memory.frequent_allocation_warned = true;
+            let label = match &buffer.name {
+                Some(n) => format!("{bid} \"{n}\""),
+                None => bid.to_string(),
+            };
+            self.em.warn(format!(
+                "Your program triggers frequent allocations or resizes for buffer {label}, which may degrade performance. \
+                 If possible, avoid fences, waits and flushes between command groups of growing access patterns, \
+                 or increase the scheduler lookahead."
+            ));
+        }
+    }
+
+    /// A staging allocation of exactly `size_bytes` / `align_bytes` on `mid`: a pooled one whose
+    /// last use lies behind the current epoch, or a new one.
+    pub(super) fn acquire_staging_allocation(
+        &mut self,
+        mid: MemoryId,
+        size_bytes: usize,
+        align_bytes: usize,
+    ) -> usize {
+        debug_assert_eq!(size_bytes % align_bytes, 0);
+        let last_epoch = self.em.last_epoch;
+        let pool = &self.memories[mid.0 as usize].staging_pool;
+        if let Some(i) = pool.iter().position(|s| {
+            s.size_bytes == size_bytes
+                && s.align_bytes == align_bytes
+                && s.last_accesses.is_only(last_epoch)
+        }) {
+            return i;
+        }
+        let aid = self.new_allocation_id(mid);
+        let alloc = self.em.create(
+            InstructionKind::Alloc {
+                allocation: aid,
+                size_bytes,
+                align_bytes,
+            },
+            || RecordDetail::Alloc {
+                origin: AllocOrigin::Staging,
+                buffer: None,
+                num_chunks: None,
+            },
+        );
+        self.em
+            .add_dependency(alloc, last_epoch, DependencyOrigin::LastEpoch);
+        let pool = &mut self.memories[mid.0 as usize].staging_pool;
+        pool.push(StagingAllocation {
+            aid,
+            size_bytes,
+            align_bytes,
+            last_accesses: AccessFront::single(alloc, FrontMode::Allocate),
+        });
+        pool.len() - 1
+    }
+
+    /// Frees the whole staging pool (at shutdown).
+    pub(super) fn free_all_staging_allocations(&mut self) {
+        for mid in 0..self.memories.len() {
+            for staging in std::mem::take(&mut self.memories[mid].staging_pool) {
+                let size_bytes = staging.size_bytes;
+                let free = self.em.create(
+                    InstructionKind::Free {
+                        allocation: staging.aid,
+                    },
+                    || RecordDetail::Free {
+                        size_bytes,
+                        buffer: None,
+                    },
+                );
+                self.em.add_dependencies_on_front(
+                    free,
+                    &staging.last_accesses,
+                    DependencyOrigin::AllocationLifetime,
+                );
+            }
+        }
+    }
+
+    /// The id of the staging allocation at `index` of `mid`'s pool.
+    pub(super) fn staging_aid(&self, mid: MemoryId, index: usize) -> AllocationId {
+        self.memories[mid.0 as usize].staging_pool[index].aid
+    }
+}

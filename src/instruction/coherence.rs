@@ -1,0 +1,363 @@
+//! Coherence copies between the memories of one buffer (digest 5.9).
+//!
+//! Input: per destination memory, the regions its concurrent readers need (one region per
+//! reader, possibly overlapping). Protocol:
+//!
+//! 1. For every reader region, the elements not up to date on the destination (but somewhere)
+//!    are grouped by *(original-write memory, original writer)* and split by source and
+//!    destination allocation. Grouping by writer means a copy waits only for its own producer,
+//!    so copies of several producer chains overlap with computation.
+//! 2. Copy regions are split symmetrically so each element is copied once.
+//! 3. A plan tree per region: a direct copy between peers is one hop; otherwise the data is
+//!    staged through (linearised) host memory, optionally linearised in the source device memory
+//!    first and de-linearised in the destination device memory last (small-pitch copies are slow
+//!    on real devices). A staged region fans out to every device memory still lacking it, so a
+//!    broadcast costs one device-to-host copy.
+//! 4. The staging space of each memory is sized in one pass and taken from the staging pool.
+//! 5. The tree is emitted hop by hop, each hop depending on the previous one.
+//! 6. Every destination memory becomes up to date for all of its reader regions.
+
+use std::collections::BTreeMap;
+
+use crate::backend::nd_memory::layout_nd_copy;
+use crate::grid::{GridBox, Region, RegionBuilder, symmetrically_split_overlapping_regions};
+use crate::types::{AllocationId, BufferId, InstructionId, MemoryId};
+
+use super::buffer_state::{AccessFront, FrontMode};
+use super::generator::InstructionGraphGenerator;
+use super::instruction::{CopyLayout, InstructionKind};
+use super::recorder::{CopyOrigin, DependencyOrigin, RecordDetail};
+
+/// Staging space is aligned to a cache line (or the element alignment if larger).
+const STAGING_ALIGNMENT: usize = 128;
+/// Device-side linearisation is used for regions up to this size...
+const MAX_LINEARIZED_REGION_BYTES: usize = 64 << 20;
+/// ...whose smallest contiguous run is shorter than this.
+const MAX_CHUNK_BYTES_TO_LINEARIZE: usize = 64;
+
+/// Where one hop of a copy plan puts the data.
+#[derive(Debug, Clone, Copy)]
+enum Location {
+    /// Strided in a buffer allocation.
+    InBuffer(AllocationId),
+    /// Linearised in the staging space of a memory, at a byte offset.
+    Staged { memory: MemoryId, offset: usize },
+}
+
+#[derive(Debug)]
+struct Hop {
+    location: Location,
+    next: Vec<Hop>,
+}
+
+impl Hop {
+    fn new(location: Location) -> Self {
+        Self {
+            location,
+            next: Vec::new(),
+        }
+    }
+
+    fn chain(&mut self, location: Location) -> &mut Hop {
+        self.next.push(Hop::new(location));
+        self.next.last_mut().expect("just pushed")
+    }
+}
+
+/// Whether copying `region` out of (or into) an allocation of `allocated_box` in `memory` should
+/// be linearised on the device first.
+pub(crate) fn should_linearize_copy_region(
+    memory: MemoryId,
+    allocated_box: &GridBox,
+    region: &Region,
+    elem_size: usize,
+) -> bool {
+    if memory < MemoryId::FIRST_DEVICE || region.area() * elem_size > MAX_LINEARIZED_REGION_BYTES {
+        return false;
+    }
+    let mut min_chunk = usize::MAX;
+    for b in region.boxes() {
+        let offset = (b.min() - allocated_box.min()).0;
+        let layout = layout_nd_copy(
+            allocated_box.range().0,
+            b.range().0,
+            offset,
+            [0; 3],
+            b.range().0,
+            elem_size,
+        );
+        if layout.num_complex_strides > 0 {
+            min_chunk = min_chunk.min(layout.contiguous_size);
+        }
+    }
+    min_chunk < MAX_CHUNK_BYTES_TO_LINEARIZE
+}
+
+fn lcm(a: usize, b: usize) -> usize {
+    fn gcd(a: usize, b: usize) -> usize {
+        if b == 0 { a } else { gcd(b, a % b) }
+    }
+    a / gcd(a, b) * b
+}
+
+impl InstructionGraphGenerator {
+    /// Copies whatever the readers in `reads_by_memory` (indexed by memory id) lack into their
+    /// memories. The destination allocations must exist.
+    pub(super) fn establish_coherence(&mut self, bid: BufferId, reads_by_memory: &[Vec<Region>]) {
+        let buffer = self.buffers.get(&bid).expect("unknown buffer");
+
+        // (1) what to copy, by source and destination
+        let mut direct: BTreeMap<(MemoryId, MemoryId), Vec<Region>> = BTreeMap::new();
+        let mut staged: BTreeMap<MemoryId, Vec<Region>> = BTreeMap::new();
+        for (dest_index, reads) in reads_by_memory.iter().enumerate() {
+            let dest = MemoryId(dest_index as u64);
+            for read in reads {
+                let mut by_writer: BTreeMap<(MemoryId, InstructionId), RegionBuilder> =
+                    BTreeMap::new();
+                for (b, mask) in buffer.up_to_date.get_region_values(read) {
+                    if mask.is_empty() || mask.contains(dest) {
+                        continue; // up to date, or uninitialised (reported elsewhere)
+                    }
+                    for (mb, source) in buffer.original_write_memories.get_box_values(&b) {
+                        for (wb, writer) in buffer.original_writers.get_box_values(&mb) {
+                            by_writer.entry((source, writer)).or_default().add_box(wb);
+                        }
+                    }
+                }
+                for ((source, _), builder) in by_writer {
+                    let source_region = builder.into_region();
+                    for source_alloc in &buffer.memories[source.0 as usize].allocations {
+                        let in_source =
+                            source_region.intersection_with_box(&source_alloc.allocated_box);
+                        if in_source.is_empty() {
+                            continue;
+                        }
+                        for dest_alloc in &buffer.memories[dest_index].allocations {
+                            let copy = in_source.intersection_with_box(&dest_alloc.allocated_box);
+                            if copy.is_empty() {
+                                continue;
+                            }
+                            if self.system.can_copy(source, dest) {
+                                direct.entry((source, dest)).or_default().push(copy);
+                            } else {
+                                staged.entry(source).or_default().push(copy);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if direct.is_empty() && staged.is_empty() {
+            return;
+        }
+
+        // (2) plan copy trees
+        let mut plans: Vec<(Region, Hop)> = Vec::new();
+        for ((source, dest), mut regions) in direct {
+            symmetrically_split_overlapping_regions(&mut regions);
+            for region in regions {
+                let bbox = region.bounding_box();
+                let from = buffer.memories[source.0 as usize].contiguous(&bbox).aid;
+                let to = buffer.memories[dest.0 as usize].contiguous(&bbox).aid;
+                let mut root = Hop::new(Location::InBuffer(from));
+                root.chain(Location::InBuffer(to));
+                plans.push((region, root));
+            }
+        }
+
+        let num_memories = self.memories.len();
+        let stage_align = lcm(buffer.elem_align.max(1), STAGING_ALIGNMENT);
+        let region_bytes =
+            |r: &Region| (r.area() * buffer.elem_size).div_ceil(stage_align) * stage_align;
+        let mut staging_bytes = vec![0usize; num_memories];
+        for (source, mut regions) in staged {
+            symmetrically_split_overlapping_regions(&mut regions);
+            for region in regions {
+                let bbox = region.bounding_box();
+                let source_alloc = buffer.memories[source.0 as usize].contiguous(&bbox);
+                let mut root = Hop::new(Location::InBuffer(source_alloc.aid));
+                let mut stage_source = &mut root;
+                if should_linearize_copy_region(
+                    source,
+                    &source_alloc.allocated_box,
+                    &region,
+                    buffer.elem_size,
+                ) {
+                    let offset = staging_bytes[source.0 as usize];
+                    staging_bytes[source.0 as usize] += region_bytes(&region);
+                    stage_source = stage_source.chain(Location::Staged {
+                        memory: source,
+                        offset,
+                    });
+                }
+                let host_offset = staging_bytes[MemoryId::HOST.0 as usize];
+                staging_bytes[MemoryId::HOST.0 as usize] += region_bytes(&region);
+                let host_hop = stage_source.chain(Location::Staged {
+                    memory: MemoryId::HOST,
+                    offset: host_offset,
+                });
+
+                // fan out to every device memory that still lacks the region (a broadcast)
+                let up_to_date = buffer.up_to_date.get_region_values(&region);
+                for dest_index in MemoryId::FIRST_DEVICE.0 as usize..reads_by_memory.len() {
+                    let dest = MemoryId(dest_index as u64);
+                    if dest == source || up_to_date.first().is_some_and(|(_, m)| m.contains(dest)) {
+                        continue;
+                    }
+                    if !reads_by_memory[dest_index]
+                        .iter()
+                        .any(|r| r.intersects(&region))
+                    {
+                        continue;
+                    }
+                    let dest_alloc = buffer.memories[dest_index].contiguous(&bbox);
+                    let mut unstage_source = &mut *host_hop;
+                    if should_linearize_copy_region(
+                        dest,
+                        &dest_alloc.allocated_box,
+                        &region,
+                        buffer.elem_size,
+                    ) {
+                        let offset = staging_bytes[dest_index];
+                        staging_bytes[dest_index] += region_bytes(&region);
+                        unstage_source = unstage_source.chain(Location::Staged {
+                            memory: dest,
+                            offset,
+                        });
+                    }
+                    unstage_source.chain(Location::InBuffer(dest_alloc.aid));
+                }
+                plans.push((region, root));
+            }
+        }
+
+        // staging sizes are final: take them from the pools
+        let mut staging_index: Vec<Option<usize>> = vec![None; num_memories];
+        for (mid, &bytes) in staging_bytes.iter().enumerate() {
+            if bytes > 0 {
+                staging_index[mid] =
+                    Some(self.acquire_staging_allocation(MemoryId(mid as u64), bytes, stage_align));
+            }
+        }
+
+        // (3) emit the trees
+        let mut staging_reads: Vec<AccessFront> =
+            vec![AccessFront::empty(FrontMode::Read); num_memories];
+        let mut emit = Emission {
+            generator: self,
+            bid,
+            staging_index: &staging_index,
+            staging_reads: &mut staging_reads,
+        };
+        for (region, root) in &plans {
+            for next in &root.next {
+                emit.hop(region, root, next, None);
+            }
+        }
+        for (mid, index) in staging_index.iter().enumerate() {
+            if let Some(i) = index {
+                self.memories[mid].staging_pool[*i].last_accesses =
+                    std::mem::replace(&mut staging_reads[mid], AccessFront::empty(FrontMode::Read));
+            }
+        }
+
+        // (4) every destination is now up to date for all of its readers
+        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        for (mid, reads) in reads_by_memory.iter().enumerate() {
+            for read in reads {
+                for (b, mut mask) in buffer.up_to_date.get_region_values(read) {
+                    mask.insert(MemoryId(mid as u64));
+                    buffer.up_to_date.update_box(&b, mask);
+                }
+            }
+        }
+    }
+}
+
+/// Emission state of one coherence step.
+struct Emission<'a> {
+    generator: &'a mut InstructionGraphGenerator,
+    bid: BufferId,
+    staging_index: &'a [Option<usize>],
+    staging_reads: &'a mut [AccessFront],
+}
+
+impl Emission<'_> {
+    fn resolve(&self, location: Location) -> (AllocationId, CopyLayout, bool) {
+        match location {
+            Location::InBuffer(aid) => {
+                let buffer = &self.generator.buffers[&self.bid];
+                let b = buffer.memories[aid.memory().0 as usize]
+                    .allocation(aid)
+                    .allocated_box;
+                (aid, CopyLayout::Strided { allocation: b }, true)
+            }
+            Location::Staged { memory, offset } => {
+                let index = self.staging_index[memory.0 as usize].expect("staging space was sized");
+                (
+                    self.generator.staging_aid(memory, index),
+                    CopyLayout::Linearized {
+                        offset_bytes: offset,
+                    },
+                    false,
+                )
+            }
+        }
+    }
+
+    /// One copy from `source` to `dest`, then the subtree below `dest`.
+    fn hop(&mut self, region: &Region, source: &Hop, dest: &Hop, previous: Option<InstructionId>) {
+        let (source_aid, source_layout, source_in_buffer) = self.resolve(source.location);
+        let (dest_aid, dest_layout, dest_in_buffer) = self.resolve(dest.location);
+        let g = &mut *self.generator;
+        let bid = self.bid;
+        let origin = if source_aid.memory() == dest_aid.memory() {
+            if source_in_buffer {
+                CopyOrigin::Linearizing
+            } else {
+                CopyOrigin::Delinearizing
+            }
+        } else if dest_in_buffer {
+            CopyOrigin::Coherence
+        } else {
+            CopyOrigin::Staging
+        };
+        let buffer = g.buffers.get_mut(&bid).expect("unknown buffer");
+        let copy = g.em.create(
+            InstructionKind::Copy {
+                source: source_aid,
+                dest: dest_aid,
+                source_layout,
+                dest_layout,
+                region: region.clone(),
+                elem_size: buffer.elem_size,
+            },
+            || RecordDetail::Copy {
+                origin,
+                buffer: bid,
+            },
+        );
+        if source_in_buffer {
+            let allocation =
+                buffer.memories[source_aid.memory().0 as usize].allocation_mut(source_aid);
+            g.em.read_from_allocation(copy, allocation, region);
+        } else {
+            self.staging_reads[source_aid.memory().0 as usize].add(copy);
+        }
+        if let Some(p) = previous {
+            g.em.add_dependency(copy, p, DependencyOrigin::ReadFromAllocation);
+        }
+        if dest_in_buffer {
+            let allocation = buffer.memories[dest_aid.memory().0 as usize].allocation_mut(dest_aid);
+            g.em.write_to_allocation(copy, allocation, region);
+        } else {
+            let mid = dest_aid.memory().0 as usize;
+            let index = self.staging_index[mid].expect("staging space was sized");
+            let front = g.memories[mid].staging_pool[index].last_accesses.clone();
+            g.em.add_dependencies_on_front(copy, &front, DependencyOrigin::WriteToAllocation);
+        }
+        for next in &dest.next {
+            self.hop(region, dest, next, Some(copy));
+        }
+    }
+}

@@ -1,0 +1,554 @@
+//! Compiling an execution command (digest 5.6) and anticipating its allocations (digest 1.3).
+//!
+//! 1. The first host task of a collective group clones the root group's communicator, ordered
+//!    after the root group's previous collective operation.
+//! 2. The local execution range is split: device tasks into one coarse chunk per device (on its
+//!    native memory), host tasks into one chunk in host memory; an oversubscription hint splits
+//!    every coarse chunk again (refused for reductions, side effects, collective groups and
+//!    tasks without a variable split).
+//! 3. Overlapping writes between local chunks are reported.
+//! 4. Per accessed buffer: pending receives the task reads are applied, discarded data is
+//!    dropped from `up_to_date` (so resizes do not copy it), allocations are made, receives
+//!    committed and coherence copies emitted (all chunks at once).
+//! 5. Local reductions get a gather allocation; one kernel or host-task instruction per chunk.
+//! 6. All dependencies of all chunks are added before any tracking state changes, so sibling
+//!    chunks never depend on each other; then fronts, original writers, side effects and
+//!    collective groups are updated, local reductions finished, and any instruction still
+//!    without a dependency is anchored on the last epoch.
+
+use std::sync::Arc;
+
+use crate::backend::system_info::MemoryMask;
+use crate::command::Command;
+use crate::grid::{
+    BoxVec, GridBox, Region, RegionBuilder, merge_connected_boxes,
+    merge_overlapping_bounding_boxes, split_1d, split_2d,
+};
+use crate::runtime::config::ErrorPolicy;
+use crate::task::{ExecutionTarget, Task};
+use crate::types::{AllocationId, BufferId, CollectiveGroupId, DeviceId, InstructionId, MemoryId};
+
+use super::generator::{InstructionGraphGenerator, LocalChunk, SCALAR_BOX, SchedulingHint};
+use super::instruction::{BufferAccessAllocation, InstructionKind};
+use super::recorder::{DependencyOrigin, RecordDetail};
+
+/// The buffers a task touches (accesses and reductions), in id order.
+fn touched_buffers(task: &Task) -> Vec<BufferId> {
+    let mut bids: Vec<BufferId> = task.access_map().accessed_buffers().collect();
+    bids.extend(task.reductions().iter().map(|r| r.bid));
+    bids.sort_unstable();
+    bids.dedup();
+    bids
+}
+
+impl InstructionGraphGenerator {
+    pub(super) fn compile_execution(
+        &mut self,
+        command: &Command,
+        task: &Arc<Task>,
+        execution_box: GridBox,
+        is_reduction_initializer: bool,
+    ) -> crate::Result<()> {
+        self.create_collective_group(task);
+        let chunks = self.split_task(task, &execution_box, true)?;
+        if self.policies.overlapping_write != ErrorPolicy::Ignore {
+            self.report_overlapping_writes(task, &chunks);
+        }
+        for bid in touched_buffers(task) {
+            self.satisfy_buffer_requirements(
+                bid,
+                task,
+                execution_box,
+                is_reduction_initializer,
+                &chunks,
+            );
+        }
+        let local_reductions: Vec<_> = task
+            .reductions()
+            .iter()
+            .map(|r| self.prepare_local_reduction(r, is_reduction_initializer, chunks.len()))
+            .collect();
+        let instructions: Vec<InstructionId> = chunks
+            .iter()
+            .map(|c| self.launch_chunk(command, task, c))
+            .collect();
+        self.perform_buffer_accesses(task, &chunks, &instructions);
+        for &hoid in task.side_effects() {
+            let object = self
+                .host_objects
+                .get_mut(&hoid)
+                .expect("unknown host object");
+            self.em.add_dependency(
+                instructions[0],
+                object.last_side_effect,
+                DependencyOrigin::SideEffect,
+            );
+            object.last_side_effect = instructions[0];
+        }
+        let group = task.collective_group();
+        if group != CollectiveGroupId::NONE {
+            let last = self
+                .collective_groups
+                .get_mut(&group)
+                .expect("group was cloned");
+            self.em.add_dependency(
+                instructions[0],
+                *last,
+                DependencyOrigin::CollectiveGroupOrder,
+            );
+            *last = instructions[0];
+        }
+        for (reduction, local) in task.reductions().iter().zip(&local_reductions) {
+            self.finish_local_reduction(local, reduction, &chunks);
+        }
+        for &i in &instructions {
+            if !self.em.has_dependencies(i) {
+                self.em
+                    .add_dependency(i, self.em.last_epoch, DependencyOrigin::LastEpoch);
+            }
+        }
+        Ok(())
+    }
+
+    /// Emits the clone of a collective group the first time a task of it runs.
+    fn create_collective_group(&mut self, task: &Task) {
+        let group = task.collective_group();
+        if group == CollectiveGroupId::NONE || self.collective_groups.contains_key(&group) {
+            return;
+        }
+        let clone = self.em.create(
+            InstructionKind::CloneCollectiveGroup {
+                original: CollectiveGroupId::ROOT,
+                new: group,
+            },
+            || RecordDetail::None,
+        );
+        let root = self
+            .collective_groups
+            .get_mut(&CollectiveGroupId::ROOT)
+            .expect("init epoch creates the root group");
+        self.em
+            .add_dependency(clone, *root, DependencyOrigin::CollectiveGroupOrder);
+        *root = clone;
+        self.collective_groups.insert(group, clone);
+    }
+
+    /// Splits the local execution range into chunks per device (and oversubscription).
+    pub(super) fn split_task(
+        &mut self,
+        task: &Task,
+        execution_box: &GridBox,
+        report: bool,
+    ) -> crate::Result<Vec<LocalChunk>> {
+        let on_device = task.execution_target() == ExecutionTarget::Device;
+        if on_device && self.system.devices.is_empty() {
+            return Err(crate::Error::unsupported(format!(
+                "no device to run {} on",
+                task.label()
+            )));
+        }
+        let splittable = task.has_variable_split()
+            && task.side_effects().is_empty()
+            && task.collective_group() == CollectiveGroupId::NONE;
+        let hints = task.hints();
+        let split = if hints.split_2d { split_2d } else { split_1d };
+        let granularity = task.geometry().granularity;
+        let coarse = if splittable && on_device && self.system.devices.len() > 1 {
+            split(execution_box, &granularity, self.system.devices.len())
+        } else {
+            vec![*execution_box]
+        };
+        let mut factor = 1;
+        if hints.oversubscribe > 1 {
+            if splittable && task.reductions().is_empty() {
+                factor = hints.oversubscribe as usize;
+            } else if report {
+                let reason = if !task.reductions().is_empty() {
+                    " because it performs a reduction"
+                } else if !task.side_effects().is_empty() {
+                    " because it has side effects"
+                } else if task.collective_group() != CollectiveGroupId::NONE {
+                    " because it participates in a collective group"
+                } else if !task.has_variable_split() {
+                    " because its iteration space cannot be split"
+                } else {
+                    ""
+                };
+                let label = task.label().to_string();
+                self.report(self.policies.unsafe_oversubscription, || {
+                    format!("Refusing to oversubscribe {label}{reason}.")
+                });
+            }
+        }
+        let mut chunks = Vec::with_capacity(coarse.len() * factor);
+        for (i, c) in coarse.iter().enumerate() {
+            let (memory, device) = if on_device {
+                (
+                    self.system.devices[i].native_memory,
+                    Some(DeviceId(i as u64)),
+                )
+            } else {
+                (MemoryId::HOST, None)
+            };
+            let fine = if factor > 1 {
+                split(c, &granularity, factor)
+            } else {
+                vec![*c]
+            };
+            chunks.extend(fine.into_iter().map(|execution_box| LocalChunk {
+                memory,
+                device,
+                execution_box,
+            }));
+        }
+        Ok(chunks)
+    }
+
+    /// Reports elements written by more than one local chunk.
+    fn report_overlapping_writes(&mut self, task: &Task, chunks: &[LocalChunk]) {
+        if chunks.len() < 2 {
+            return;
+        }
+        let access_map = task.access_map();
+        let mut overlaps: Vec<(BufferId, Region)> = Vec::new();
+        for bid in access_map.accessed_buffers() {
+            let mut written = Region::new();
+            let mut overlap = Region::new();
+            for c in chunks {
+                let w = access_map.compute_produced_region(bid, &c.execution_box);
+                overlap = overlap.union(&written.intersection(&w));
+                written = written.union(&w);
+            }
+            if !overlap.is_empty() {
+                overlaps.push((bid, overlap));
+            }
+        }
+        if overlaps.is_empty() {
+            return;
+        }
+        let mut message = format!(
+            "{} has overlapping writes on {} in",
+            task.title(),
+            self.local_node
+        );
+        for (bid, overlap) in &overlaps {
+            message.push_str(&format!(" {bid} {overlap:?}"));
+        }
+        message.push_str(
+            ". Choose a non-overlapping range mapper for this write access or constrain the split to make the access non-overlapping.",
+        );
+        self.report(self.policies.overlapping_write, || message);
+    }
+
+    /// Applies receives, allocates, and makes every chunk's memory coherent for buffer `bid`.
+    pub(super) fn satisfy_buffer_requirements(
+        &mut self,
+        bid: BufferId,
+        task: &Task,
+        local_box: GridBox,
+        is_reduction_initializer: bool,
+        chunks: &[LocalChunk],
+    ) {
+        let access_map = task.access_map();
+        let num_memories = self.memories.len();
+        let mut required: Vec<BoxVec> = vec![BoxVec::new(); num_memories];
+        let host = MemoryId::HOST.0 as usize;
+
+        let mut accessed = RegionBuilder::new();
+        let mut consumed = RegionBuilder::new();
+        accessed.add_region(&access_map.compute_produced_region(bid, &local_box));
+        let reads = access_map.compute_consumed_region(bid, &local_box);
+        accessed.add_region(&reads);
+        consumed.add_region(&reads);
+
+        let reduction = task.reductions().iter().find(|r| r.bid == bid);
+        let include_current_value =
+            reduction.is_some_and(|r| r.init_from_buffer && is_reduction_initializer);
+        if reduction.is_some() {
+            for c in chunks {
+                required[c.memory.0 as usize].push(SCALAR_BOX);
+            }
+            if chunks.len() > 1 || include_current_value {
+                required[host].push(SCALAR_BOX);
+            }
+            accessed.add_box(SCALAR_BOX);
+            if include_current_value {
+                consumed.add_box(SCALAR_BOX);
+            }
+        }
+        let accessed = accessed.into_region();
+        let consumed = consumed.into_region();
+
+        // what is accessed but not consumed, and whatever arrives now, need not survive resizes
+        let mut discarded = RegionBuilder::new();
+        discarded.add_region(&accessed.difference(&consumed));
+        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let (applied, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut buffer.pending_receives)
+            .into_iter()
+            .partition(|r| r.region.intersects(&consumed));
+        buffer.pending_receives = pending;
+        for r in &applied {
+            discarded.add_region(&r.region);
+            required[host].extend(r.required_contiguous_boxes.iter().copied());
+        }
+        let discarded = discarded.into_region();
+
+        if self.policies.uninitialized_read != ErrorPolicy::Ignore {
+            let mut uninitialized = RegionBuilder::new();
+            for (b, mask) in buffer
+                .up_to_date
+                .get_region_values(&consumed.difference(&discarded))
+            {
+                if mask.is_empty() {
+                    uninitialized.add_box(b);
+                }
+            }
+            if !uninitialized.is_empty() {
+                let region = uninitialized.into_region();
+                let label = task.label().to_string();
+                self.report(self.policies.uninitialized_read, || {
+                    format!(
+                        "Instructions for {label} are trying to read {bid} {region:?}, which is neither found locally nor has been await-pushed before."
+                    )
+                });
+            }
+        }
+        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        buffer
+            .up_to_date
+            .update_region(&discarded, MemoryMask::EMPTY);
+
+        let mut reads_by_memory: Vec<Vec<Region>> = vec![Vec::new(); num_memories];
+        for c in chunks {
+            required[c.memory.0 as usize]
+                .extend(access_map.compute_required_contiguous_boxes(bid, &c.execution_box));
+            let chunk_reads = access_map.compute_consumed_region(bid, &c.execution_box);
+            if !chunk_reads.is_empty() {
+                reads_by_memory[c.memory.0 as usize].push(chunk_reads);
+            }
+        }
+        if include_current_value {
+            reads_by_memory[host].push(SCALAR_BOX.into());
+        }
+        for (mid, boxes) in required.into_iter().enumerate() {
+            self.allocate_contiguously(bid, MemoryId(mid as u64), boxes);
+        }
+        let all_reads: Vec<Region> = reads_by_memory.iter().flatten().cloned().collect();
+        for receive in &applied {
+            self.commit_pending_receive(bid, receive, &all_reads);
+        }
+        self.establish_coherence(bid, &reads_by_memory);
+    }
+
+    /// One kernel or host-task instruction for `chunk`, with its allocation maps.
+    fn launch_chunk(
+        &mut self,
+        command: &Command,
+        task: &Arc<Task>,
+        chunk: &LocalChunk,
+    ) -> InstructionId {
+        let access_map = task.access_map();
+        let mem = chunk.memory.0 as usize;
+        let mut traffic = 0usize;
+        let mut accesses = Vec::with_capacity(access_map.num_accesses());
+        let mut recorded = Vec::new();
+        for i in 0..access_map.num_accesses() {
+            let (bid, mode) = access_map.nth_access(i);
+            let buffer = &self.buffers[&bid];
+            let region = access_map.requirements_for_nth_access(i, &chunk.execution_box);
+            let accessed_box = region.bounding_box();
+            accesses.push(if accessed_box.is_empty() {
+                BufferAccessAllocation {
+                    allocation: AllocationId::null(MemoryId::USER),
+                    allocated_box: GridBox::EMPTY,
+                    accessed_box: GridBox::EMPTY,
+                }
+            } else {
+                let allocation = buffer.memories[mem].contiguous(&accessed_box);
+                BufferAccessAllocation {
+                    allocation: allocation.aid,
+                    allocated_box: allocation.allocated_box,
+                    accessed_box,
+                }
+            });
+            traffic += (usize::from(mode.is_producer()) + usize::from(mode.is_consumer()))
+                * region.area()
+                * buffer.elem_size;
+            if self.em.is_recording() {
+                recorded.push((bid, region));
+            }
+        }
+        let mut reductions = Vec::with_capacity(task.reductions().len());
+        for r in task.reductions() {
+            let buffer = &self.buffers[&r.bid];
+            let allocation = buffer.memories[mem].contiguous(&SCALAR_BOX);
+            reductions.push(BufferAccessAllocation {
+                allocation: allocation.aid,
+                allocated_box: allocation.allocated_box,
+                accessed_box: SCALAR_BOX,
+            });
+            traffic += chunk.execution_box.area() * buffer.elem_size;
+        }
+        let kind = match chunk.device {
+            Some(device) => InstructionKind::DeviceKernel {
+                device,
+                task: task.clone(),
+                execution_box: chunk.execution_box,
+                accesses,
+                reductions,
+                estimated_traffic_bytes: traffic,
+            },
+            None => {
+                debug_assert!(reductions.is_empty(), "host tasks cannot reduce");
+                InstructionKind::HostTask {
+                    task: task.clone(),
+                    execution_box: chunk.execution_box,
+                    global_range: task.geometry().global_size,
+                    accesses,
+                    collective_group: task.collective_group(),
+                }
+            }
+        };
+        let command = command.id();
+        self.em.create(kind, || RecordDetail::Kernel {
+            command,
+            accesses: recorded,
+        })
+    }
+
+    /// Dependencies of all chunks first, then the tracking updates.
+    fn perform_buffer_accesses(
+        &mut self,
+        task: &Task,
+        chunks: &[LocalChunk],
+        instructions: &[InstructionId],
+    ) {
+        let access_map = task.access_map();
+        let bids = touched_buffers(task);
+        // per chunk, per buffer: (reads, writes)
+        let sets: Vec<Vec<(BufferId, Region, Region)>> = chunks
+            .iter()
+            .map(|c| {
+                bids.iter()
+                    .map(|&bid| {
+                        let reads = access_map.compute_consumed_region(bid, &c.execution_box);
+                        let mut writes = access_map.compute_produced_region(bid, &c.execution_box);
+                        if task.reductions().iter().any(|r| r.bid == bid) {
+                            writes = writes.union_box(&SCALAR_BOX);
+                        }
+                        (bid, reads, writes)
+                    })
+                    .filter(|(_, r, w)| !r.is_empty() || !w.is_empty())
+                    .collect()
+            })
+            .collect();
+
+        for ((c, set), &instruction) in chunks.iter().zip(&sets).zip(instructions) {
+            for (bid, reads, writes) in set {
+                let buffer = &self.buffers[bid];
+                for allocation in &buffer.memories[c.memory.0 as usize].allocations {
+                    let b = &allocation.allocated_box;
+                    self.em.add_dependencies_on_last_writers(
+                        instruction,
+                        allocation,
+                        &reads.intersection_with_box(b),
+                    );
+                    self.em.add_dependencies_on_last_accesses(
+                        instruction,
+                        allocation,
+                        &writes.intersection_with_box(b),
+                        DependencyOrigin::WriteToAllocation,
+                    );
+                }
+            }
+        }
+        for (c, set) in chunks.iter().zip(&sets) {
+            for (bid, _, writes) in set {
+                let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
+                for allocation in &mut buffer.memories[c.memory.0 as usize].allocations {
+                    allocation.begin_concurrent_writes(
+                        &writes.intersection_with_box(&allocation.allocated_box),
+                    );
+                }
+            }
+        }
+        for ((c, set), &instruction) in chunks.iter().zip(&sets).zip(instructions) {
+            for (bid, reads, writes) in set {
+                let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
+                for allocation in &mut buffer.memories[c.memory.0 as usize].allocations {
+                    let b = allocation.allocated_box;
+                    allocation.track_concurrent_read(&reads.intersection_with_box(&b), instruction);
+                    allocation
+                        .track_concurrent_write(&writes.intersection_with_box(&b), instruction);
+                }
+                buffer.track_original_write(writes, instruction, c.memory);
+            }
+        }
+    }
+
+    /// Records the boxes `command` will need allocated (lookahead).
+    pub fn anticipate(&mut self, command: &Command) -> SchedulingHint {
+        let crate::command::CommandKind::Execution {
+            execution_range, ..
+        } = command.kind()
+        else {
+            return SchedulingHint::IsSelfContained;
+        };
+        let task = command.task();
+        let Ok(chunks) = self.split_task(task, execution_range, false) else {
+            return SchedulingHint::IsSelfContained;
+        };
+        let mut required: Vec<((BufferId, MemoryId), BoxVec)> = Vec::new();
+        let mut require = |bid: BufferId, mid: MemoryId, boxes: &[GridBox]| match required
+            .iter_mut()
+            .find(|(k, _)| *k == (bid, mid))
+        {
+            Some((_, v)) => v.extend_from_slice(boxes),
+            None => required.push(((bid, mid), boxes.iter().copied().collect())),
+        };
+        let access_map = task.access_map();
+        for bid in access_map.accessed_buffers() {
+            for c in &chunks {
+                require(
+                    bid,
+                    c.memory,
+                    &access_map.compute_required_contiguous_boxes(bid, &c.execution_box),
+                );
+            }
+        }
+        for r in task.reductions() {
+            require(r.bid, MemoryId::HOST, &[SCALAR_BOX]);
+            for c in &chunks {
+                require(r.bid, c.memory, &[SCALAR_BOX]);
+            }
+        }
+        let mut would_allocate = false;
+        for ((bid, mid), boxes) in required {
+            let memory =
+                &mut self.buffers.get_mut(&bid).expect("unknown buffer").memories[mid.0 as usize];
+            let mut grew = false;
+            for b in boxes {
+                if memory.is_allocated_contiguously(&b)
+                    || memory
+                        .anticipated_contiguous_boxes
+                        .iter()
+                        .any(|a| a.covers(&b))
+                {
+                    continue;
+                }
+                memory.anticipated_contiguous_boxes.push(b);
+                grew = true;
+            }
+            if grew {
+                merge_overlapping_bounding_boxes(&mut memory.anticipated_contiguous_boxes);
+                merge_connected_boxes(&mut memory.anticipated_contiguous_boxes);
+                would_allocate = true;
+            }
+        }
+        if would_allocate {
+            SchedulingHint::CouldMergeWithFutureCommands
+        } else {
+            SchedulingHint::IsSelfContained
+        }
+    }
+}
