@@ -534,18 +534,7 @@ impl CommandGraphGenerator {
                     continue;
                 }
                 let region = map.requirements_for_nth_access(i, &c.chunk);
-                let pos = match out.remote_reads.iter().position(|(n, _)| *n == c.node) {
-                    Some(pos) => pos,
-                    None => {
-                        out.remote_reads.push((c.node, SmallVec::new()));
-                        out.remote_reads.len() - 1
-                    }
-                };
-                let reads = &mut out.remote_reads[pos].1;
-                match reads.iter_mut().find(|(b, _)| *b == bid) {
-                    Some((_, r)) => *r = r.union(&region),
-                    None => reads.push((bid, region)),
-                }
+                assignment::add_read(out.remote_reads_of(c.node), bid, region);
             }
         }
         out.remote_reads.sort_by_key(|(n, _)| *n);
