@@ -8,56 +8,56 @@
 //! 3. has no empty box;
 //! 4. is sorted by the box order (min, then max, slowest dimension first).
 
-use std::cmp::Ordering;
-
 use smallvec::SmallVec;
 
-use super::grid_box::{BoxVec, GridBox, bounding_box_of, effective_dims_of, sort_boxes};
+use super::grid_box::{BoxVec, GridBox, bounding_box_of, effective_dims_of};
 
 /// Sorted, deduplicated cut coordinates per dimension.
 pub(crate) type Cuts = SmallVec<[SmallVec<[usize; 16]>; 3]>;
 
-/// Orders boxes by their extents in every effective dimension except `dim`,
-/// so that boxes that could merge along `dim` become neighbours.
-#[inline]
-fn cmp_orthogonal(a: &GridBox, b: &GridBox, dim: usize, eff_dims: usize) -> Ordering {
-    for d in 0..eff_dims {
-        if d == dim {
-            continue;
-        }
-        let o = a.min_arr()[d]
-            .cmp(&b.min_arr()[d])
-            .then(a.max_arr()[d].cmp(&b.max_arr()[d]));
-        if o != Ordering::Equal {
-            return o;
-        }
-    }
-    Ordering::Equal
-}
-
-/// Boxes that are identical in every dimension but `dim` and whose intervals
-/// along `dim` touch or overlap are replaced by their union. Works in place on
-/// a slice whose boxes agree in all other dimensions; returns the new length.
-fn merge_intervals(boxes: &mut [GridBox], dim: usize) -> usize {
+/// Sorts `boxes` by `(key, min[dim])`, where `key` holds the extents in every
+/// dimension but `dim`, then replaces each run of boxes with equal keys whose
+/// intervals along `dim` touch or overlap by their union, compacting the
+/// result to the front. Returns the new length.
+///
+/// Generic over the key so that every (dimension, effective dimensionality)
+/// pair gets a comparator on a fixed tuple of integers.
+#[inline(always)]
+fn merge_by_key<K: Ord + Copy>(
+    boxes: &mut [GridBox],
+    dim: usize,
+    key: impl Fn(&GridBox) -> K,
+) -> usize {
     if boxes.len() < 2 {
         return boxes.len();
     }
-    boxes.sort_unstable_by_key(|b| b.min_arr()[dim]);
+    boxes.sort_unstable_by_key(|b| (key(b), b.min_arr()[dim]));
     let mut out = 0;
-    let mut i = 0;
-    while i < boxes.len() {
-        let mut cur = boxes[i];
-        let mut max = *cur.max_arr();
-        i += 1;
-        while i < boxes.len() && boxes[i].min_arr()[dim] <= max[dim] {
-            max[dim] = max[dim].max(boxes[i].max_arr()[dim]);
-            i += 1;
+    let mut cur = boxes[0];
+    let mut cur_key = key(&cur);
+    let mut cur_max = cur.max_arr()[dim];
+    for i in 1..boxes.len() {
+        let b = boxes[i];
+        let k = key(&b);
+        if k == cur_key && b.min_arr()[dim] <= cur_max {
+            cur_max = cur_max.max(b.max_arr()[dim]);
+        } else {
+            boxes[out] = with_max(&cur, dim, cur_max);
+            out += 1;
+            cur = b;
+            cur_key = k;
+            cur_max = b.max_arr()[dim];
         }
-        cur = GridBox::new_unchecked(*cur.min_arr(), max);
-        boxes[out] = cur;
-        out += 1;
     }
-    out
+    boxes[out] = with_max(&cur, dim, cur_max);
+    out + 1
+}
+
+#[inline(always)]
+fn with_max(b: &GridBox, dim: usize, max_d: usize) -> GridBox {
+    let mut max = *b.max_arr();
+    max[dim] = max_d;
+    GridBox::new_unchecked(*b.min_arr(), max)
 }
 
 /// Merges, along `dim` only, all boxes that agree in every other dimension and
@@ -69,28 +69,16 @@ pub fn merge_connected_boxes_along_dim(
     eff_dims: usize,
 ) -> usize {
     debug_assert!(dim < eff_dims.max(1));
-    if boxes.len() < 2 {
-        return boxes.len();
+    let lo = |b: &GridBox, d: usize| b.min_arr()[d];
+    let hi = |b: &GridBox, d: usize| b.max_arr()[d];
+    match (eff_dims, dim) {
+        (0 | 1, _) => merge_by_key(boxes, dim, |_| ()),
+        (2, 0) => merge_by_key(boxes, 0, |b| (lo(b, 1), hi(b, 1))),
+        (2, _) => merge_by_key(boxes, 1, |b| (lo(b, 0), hi(b, 0))),
+        (_, 0) => merge_by_key(boxes, 0, |b| (lo(b, 1), hi(b, 1), lo(b, 2), hi(b, 2))),
+        (_, 1) => merge_by_key(boxes, 1, |b| (lo(b, 0), hi(b, 0), lo(b, 2), hi(b, 2))),
+        (_, _) => merge_by_key(boxes, 2, |b| (lo(b, 0), hi(b, 0), lo(b, 1), hi(b, 1))),
     }
-    if eff_dims <= 1 {
-        return merge_intervals(boxes, dim);
-    }
-    boxes.sort_unstable_by(|a, b| cmp_orthogonal(a, b, dim, eff_dims));
-    let mut out = 0;
-    let mut start = 0;
-    while start < boxes.len() {
-        let mut end = start + 1;
-        while end < boxes.len()
-            && cmp_orthogonal(&boxes[start], &boxes[end], dim, eff_dims) == Ordering::Equal
-        {
-            end += 1;
-        }
-        let merged = merge_intervals(&mut boxes[start..end], dim);
-        boxes.copy_within(start..start + merged, out);
-        out += merged;
-        start = end;
-    }
-    out
 }
 
 /// Directional merge along every effective dimension, fastest first, so that
@@ -111,42 +99,56 @@ pub fn merge_connected_boxes(boxes: &mut BoxVec) {
     boxes.truncate(len);
 }
 
+/// Sorts pairwise disjoint boxes of effective dimensionality at most
+/// `eff_dims` into the canonical order. Disjoint non-empty boxes have
+/// distinct lower corners, and all boxes agree (`[0, 1)`) in the dimensions
+/// from `eff_dims` on, so the lower corner's effective part is a complete key.
+pub(crate) fn sort_disjoint_boxes(boxes: &mut [GridBox], eff_dims: usize) {
+    let lo = |b: &GridBox, d: usize| b.min_arr()[d];
+    match eff_dims {
+        0 | 1 => boxes.sort_unstable_by_key(|b| lo(b, 0)),
+        2 => boxes.sort_unstable_by_key(|b| (lo(b, 0), lo(b, 1))),
+        _ => boxes.sort_unstable_by_key(|b| (lo(b, 0), lo(b, 1), lo(b, 2))),
+    }
+}
+
+/// Calls `f(start, end)` for every piece of `[lo, hi)` cut at the coordinates
+/// of the sorted `cuts` that lie strictly inside it, in increasing order.
+#[inline(always)]
+fn for_each_piece(cuts: &[usize], lo: usize, hi: usize, mut f: impl FnMut(usize, usize)) {
+    // first cut strictly above the lower bound
+    let mut k = cuts.partition_point(|&c| c <= lo);
+    let mut start = lo;
+    while k < cuts.len() && cuts[k] < hi {
+        f(start, cuts[k]);
+        start = cuts[k];
+        k += 1;
+    }
+    f(start, hi);
+}
+
 /// Splits `b` at every coordinate of `cuts[d]` that lies strictly inside it,
 /// for the dimensions `d < cuts.len()`, appending the pieces to `out`.
 pub fn dissect_box(b: &GridBox, cuts: &[SmallVec<[usize; 16]>], out: &mut BoxVec) {
-    dissect_rec(*b.min_arr(), *b.max_arr(), cuts, 0, out);
-}
-
-fn dissect_rec(
-    min: [usize; 3],
-    max: [usize; 3],
-    cuts: &[SmallVec<[usize; 16]>],
-    dim: usize,
-    out: &mut BoxVec,
-) {
-    if dim == cuts.len() {
-        out.push(GridBox::new_unchecked(min, max));
-        return;
-    }
-    let dim_cuts = &cuts[dim];
-    // first cut strictly above the lower bound
-    let mut k = dim_cuts.partition_point(|&c| c <= min[dim]);
-    let mut start = min[dim];
-    loop {
-        let end = if k < dim_cuts.len() && dim_cuts[k] < max[dim] {
-            k += 1;
-            dim_cuts[k - 1]
-        } else {
-            max[dim]
-        };
-        let (mut lo, mut hi) = (min, max);
-        lo[dim] = start;
-        hi[dim] = end;
-        dissect_rec(lo, hi, cuts, dim + 1, out);
-        if end == max[dim] {
-            break;
-        }
-        start = end;
+    let (min, max) = (*b.min_arr(), *b.max_arr());
+    let piece = |lo: [usize; 3], hi: [usize; 3]| GridBox::new_unchecked(lo, hi);
+    match cuts {
+        [] => out.push(*b),
+        [c0] => for_each_piece(c0, min[0], max[0], |s0, e0| {
+            out.push(piece([s0, min[1], min[2]], [e0, max[1], max[2]]))
+        }),
+        [c0, c1] => for_each_piece(c0, min[0], max[0], |s0, e0| {
+            for_each_piece(c1, min[1], max[1], |s1, e1| {
+                out.push(piece([s0, s1, min[2]], [e0, e1, max[2]]))
+            })
+        }),
+        [c0, c1, c2, ..] => for_each_piece(c0, min[0], max[0], |s0, e0| {
+            for_each_piece(c1, min[1], max[1], |s1, e1| {
+                for_each_piece(c2, min[2], max[2], |s2, e2| {
+                    out.push(piece([s0, s1, s2], [e0, e1, e2]))
+                })
+            })
+        }),
     }
 }
 
@@ -181,7 +183,7 @@ pub fn normalize(boxes: &mut BoxVec) {
         0 => boxes.truncate(1),
         1 => {
             // sorting and merging intervals is the complete 1-D normalisation
-            let len = merge_intervals(boxes, 0);
+            let len = merge_connected_boxes_along_dim(boxes, 0, 1);
             boxes.truncate(len);
         }
         _ => {
@@ -201,7 +203,7 @@ pub fn normalize(boxes: &mut BoxVec) {
             }
             let len = merge_connected_boxes_prefix(&mut dissected, eff);
             dissected.truncate(len);
-            sort_boxes(&mut dissected);
+            sort_disjoint_boxes(&mut dissected, eff);
             *boxes = dissected;
         }
     }
@@ -209,6 +211,7 @@ pub fn normalize(boxes: &mut BoxVec) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::grid_box::sort_boxes;
     use super::*;
     use smallvec::smallvec;
 

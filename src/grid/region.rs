@@ -4,7 +4,10 @@
 use std::fmt;
 
 use super::grid_box::{BoxVec, GridBox, bounding_box_of, effective_dims_of};
-use super::normalize::{Cuts, collect_cuts, dissect_box, normalize};
+use super::normalize::{
+    Cuts, collect_cuts, dissect_box, merge_connected_boxes_along_dim, merge_connected_boxes_prefix,
+    normalize, sort_disjoint_boxes,
+};
 
 /// A set of points, stored as disjoint boxes in the canonical normal form
 /// (see [`normalize`](super::normalize)). Because the form is unique, the
@@ -201,16 +204,20 @@ impl Region {
         if self.boxes.len() == 1 {
             return other.intersection_with_box(&self.boxes[0]);
         }
+        let eff = self.effective_dims().max(other.effective_dims());
         let mut out = BoxVec::new();
         for l in &self.boxes {
-            for r in &other.boxes {
+            // `other` is sorted by lower corner, slowest dimension first: no
+            // later box starts below `l`'s upper bound along dimension 0
+            let l_max0 = l.max_arr()[0];
+            for r in other.boxes.iter().take_while(|r| r.min_arr()[0] < l_max0) {
                 let i = l.intersection(r);
                 if !i.is_empty() {
                     out.push(i);
                 }
             }
         }
-        Self::finish_intersection(out)
+        Self::finish_intersection(out, eff)
     }
 
     /// Points of the region inside the box.
@@ -232,15 +239,31 @@ impl Region {
         if all_inside {
             return self.clone();
         }
-        Self::finish_intersection(out)
+        let eff = self.effective_dims().max(b.effective_dims());
+        Self::finish_intersection(out, eff)
     }
 
-    /// Pairwise intersections of two canonical tilings are disjoint but not
-    /// necessarily canonical (in 3-D, a clipped box can become mergeable with
-    /// a neighbour along a slower dimension), so they are renormalised; the
-    /// merge-first fast path of [`normalize`] makes the common cases cheap.
-    fn finish_intersection(mut out: BoxVec) -> Region {
-        normalize(&mut out);
+    /// Brings the pairwise intersections of two canonical tilings (disjoint,
+    /// in the order of the left operand) into canonical form.
+    ///
+    /// In 1-D they already are: the intervals of each operand are sorted and
+    /// separated by gaps, so their intersections are too. In 2-D, the pieces
+    /// within a row are intersections of maximal, non-touching intervals, so
+    /// each is a maximal interval of the result in all its rows; merging the
+    /// pieces with equal intervals along dimension 0 gives the maximal runs.
+    /// In 3-D a clipped box can become mergeable with a neighbour along a
+    /// slower dimension only after dissection, so the pieces are renormalised
+    /// (the merge-first fast path of [`normalize`] makes common cases cheap).
+    fn finish_intersection(mut out: BoxVec, eff: usize) -> Region {
+        match eff {
+            0 | 1 => {}
+            2 => {
+                let len = merge_connected_boxes_along_dim(&mut out, 0, 2);
+                out.truncate(len);
+                sort_disjoint_boxes(&mut out, 2);
+            }
+            _ => normalize(&mut out),
+        }
         Region::from_normalized(out)
     }
 
@@ -264,17 +287,40 @@ impl Region {
         // each overlap into left pieces that some right box covers entirely.
         let cuts: Cuts = (0..eff).map(|d| collect_cuts(&other.boxes, d)).collect();
         let mut pieces = BoxVec::with_capacity(self.boxes.len() * 2);
+        // `other` is sorted by lower corner, slowest dimension first, so only
+        // a prefix of it can intersect (or cover) a given box.
+        let candidates = |b: &GridBox, strict: bool| {
+            let bound = if strict {
+                b.max_arr()[0]
+            } else {
+                b.min_arr()[0] + 1
+            };
+            other
+                .boxes
+                .iter()
+                .take_while(move |r| r.min_arr()[0] < bound)
+        };
         for b in &self.boxes {
-            if other.intersects_box(b) {
+            if candidates(b, true).any(|r| r.intersects(b)) {
                 dissect_box(b, &cuts, &mut pieces);
             } else {
                 pieces.push(*b);
             }
         }
-        pieces.retain(|p| !other.boxes.iter().any(|r| r.covers(p)));
-        // The remaining pieces are disjoint, but merging alone does not always
-        // reach the canonical form in 3-D; normalise (merge-first fast path).
-        normalize(&mut pieces);
+        pieces.retain(|p| !candidates(p, false).any(|r| r.covers(p)));
+        // The remaining pieces are disjoint. Within a row (1-D, 2-D), the
+        // pieces of one left interval share their extent along dimension 0,
+        // and left intervals do not touch, so merging along dimension 1 yields
+        // the maximal intervals and merging along dimension 0 their maximal
+        // runs: the canonical form. In 3-D, merging alone does not always
+        // reach it; normalise (merge-first fast path).
+        if eff <= 2 {
+            let len = merge_connected_boxes_prefix(&mut pieces, eff.max(1));
+            pieces.truncate(len);
+            sort_disjoint_boxes(&mut pieces, eff);
+        } else {
+            normalize(&mut pieces);
+        }
         Region::from_normalized(pieces)
     }
 
