@@ -10,7 +10,7 @@
 
 use smallvec::SmallVec;
 
-use super::grid_box::{BoxVec, GridBox, bounding_box_of, effective_dims_of};
+use super::grid_box::{BoxVec, GridBox, effective_dims_of};
 
 /// Sorted, deduplicated cut coordinates per dimension.
 pub(crate) type Cuts = SmallVec<[SmallVec<[usize; 16]>; 3]>;
@@ -164,21 +164,155 @@ pub(crate) fn collect_cuts(boxes: &[GridBox], dim: usize) -> SmallVec<[usize; 16
     cuts
 }
 
+/// Canonical form, in the dimensions `axis..eff_dims`, of non-empty boxes that
+/// agree in every dimension below `axis`; appended to `out` in canonical order.
+///
+/// Sweeps along `axis`: the boxes are bucketed into the slabs between
+/// consecutive box bounds, the cross-section of every slab is brought into
+/// canonical form recursively, and a cross-section box that also appears in
+/// the previous slab extends that slab's output box instead of starting a new
+/// one. Output boxes are created in order of (slab, cross-section order),
+/// which is the canonical order. Bucketing keeps the input order, so when
+/// `boxes` is sorted by the lower bound along the fastest effective dimension,
+/// the innermost interval lists arrive sorted.
+fn sweep(boxes: &mut [GridBox], axis: usize, eff_dims: usize, out: &mut BoxVec) {
+    if boxes.len() == 1 {
+        out.push(boxes[0]);
+        return;
+    }
+    if axis + 1 == eff_dims {
+        merge_intervals_into(boxes, axis, |b| out.push(b));
+        return;
+    }
+    let cuts = collect_cuts(boxes, axis);
+    let slabs = cuts.len() - 1;
+    // slab range of every box (its bounds are among the cuts), and the
+    // bucket offsets of the pieces per slab
+    let slab_of = |c: usize| cuts.partition_point(|&x| x < c);
+    let mut ranges: SmallVec<[(usize, usize); 8]> = SmallVec::with_capacity(boxes.len());
+    let mut offsets: SmallVec<[usize; 16]> = SmallVec::new();
+    offsets.resize(slabs + 1, 0);
+    for b in boxes.iter() {
+        let (s0, s1) = (slab_of(b.min_arr()[axis]), slab_of(b.max_arr()[axis]));
+        ranges.push((s0, s1));
+        for count in &mut offsets[s0 + 1..=s1] {
+            *count += 1;
+        }
+    }
+    for s in 0..slabs {
+        offsets[s + 1] += offsets[s];
+    }
+    let mut pieces: Vec<GridBox> = vec![GridBox::EMPTY; offsets[slabs]];
+    let mut fill: SmallVec<[usize; 16]> = SmallVec::from_slice(&offsets[..slabs]);
+    for (b, &(s0, s1)) in boxes.iter().zip(&ranges) {
+        for s in s0..s1 {
+            let (mut min, mut max) = (*b.min_arr(), *b.max_arr());
+            min[axis] = cuts[s];
+            max[axis] = cuts[s + 1];
+            pieces[fill[s]] = GridBox::new_unchecked(min, max);
+            fill[s] += 1;
+        }
+    }
+    // indices into `out` of the boxes reaching the lower bound of the
+    // current slab, in cross-section order
+    let mut prev: SmallVec<[usize; 8]> = SmallVec::new();
+    let mut cur: SmallVec<[usize; 8]> = SmallVec::new();
+    let mut section = BoxVec::new();
+    let inner = axis + 1..eff_dims;
+    for s in 0..slabs {
+        let items = &mut pieces[offsets[s]..offsets[s + 1]];
+        cur.clear();
+        let mut p = 0;
+        // a cross-section box `c` of slab `s`: extends the equal box of the
+        // previous slab, or starts a new output box
+        let mut emit = |c: GridBox, out: &mut BoxVec| {
+            let c_min = &c.min_arr()[inner.clone()];
+            while p < prev.len() && out[prev[p]].min_arr()[inner.clone()] < *c_min {
+                p += 1;
+            }
+            if p < prev.len() {
+                let o = &out[prev[p]];
+                if o.min_arr()[inner.clone()] == *c_min
+                    && o.max_arr()[inner.clone()] == c.max_arr()[inner.clone()]
+                {
+                    out[prev[p]] = with_max(o, axis, cuts[s + 1]);
+                    cur.push(prev[p]);
+                    p += 1;
+                    return;
+                }
+            }
+            cur.push(out.len());
+            out.push(c);
+        };
+        if items.len() <= 1 {
+            if let Some(&c) = items.first() {
+                emit(c, out);
+            }
+        } else if axis + 2 == eff_dims {
+            merge_intervals_into(items, axis + 1, |c| emit(c, out));
+        } else {
+            section.clear();
+            sweep(items, axis + 1, eff_dims, &mut section);
+            for c in &section {
+                emit(*c, out);
+            }
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+}
+
+/// Sorts boxes that agree in every dimension but `dim` by their lower bound
+/// along it (a no-op on sorted input) and passes on the unions of each run of
+/// touching or overlapping ones, in order.
+#[inline(always)]
+fn merge_intervals_into(boxes: &mut [GridBox], dim: usize, mut f: impl FnMut(GridBox)) {
+    if !boxes.is_sorted_by_key(|b| b.min_arr()[dim]) {
+        boxes.sort_unstable_by_key(|b| b.min_arr()[dim]);
+    }
+    let mut cur = boxes[0];
+    let mut cur_max = cur.max_arr()[dim];
+    for b in &boxes[1..] {
+        if b.min_arr()[dim] <= cur_max {
+            cur_max = cur_max.max(b.max_arr()[dim]);
+        } else {
+            f(with_max(&cur, dim, cur_max));
+            cur = *b;
+            cur_max = b.max_arr()[dim];
+        }
+    }
+    f(with_max(&cur, dim, cur_max));
+}
+
+/// Bounding box of a non-empty list of non-empty boxes.
+fn bounding_box_of_non_empty(boxes: &[GridBox]) -> GridBox {
+    let (mut min, mut max) = (*boxes[0].min_arr(), *boxes[0].max_arr());
+    for b in &boxes[1..] {
+        for d in 0..3 {
+            min[d] = min[d].min(b.min_arr()[d]);
+            max[d] = max[d].max(b.max_arr()[d]);
+        }
+    }
+    GridBox::new_unchecked(min, max)
+}
+
 /// Brings an arbitrary box list (overlapping, unordered, with empty boxes)
 /// into the canonical form described in the module documentation.
 pub fn normalize(boxes: &mut BoxVec) {
-    boxes.retain(|b| !b.is_empty());
+    if boxes.iter().any(GridBox::is_empty) {
+        boxes.retain(|b| !b.is_empty());
+    }
     if boxes.len() <= 1 {
         return;
     }
     // fast path: one box covers all the others (duplicates, a stencil clamped to a slab, ...)
-    let bbox = bounding_box_of(boxes);
+    let bbox = bounding_box_of_non_empty(boxes);
     if let Some(i) = boxes.iter().position(|b| *b == bbox) {
         boxes.swap(0, i);
         boxes.truncate(1);
         return;
     }
-    let eff = effective_dims_of(boxes);
+    // the bounding box reaches the largest upper bound in every dimension
+    let eff = bbox.effective_dims();
     match eff {
         0 => boxes.truncate(1),
         1 => {
@@ -187,24 +321,21 @@ pub fn normalize(boxes: &mut BoxVec) {
             boxes.truncate(len);
         }
         _ => {
-            // cheap attempt first: many inputs are tilings that merge completely
-            let len = merge_connected_boxes_prefix(boxes, eff);
-            boxes.truncate(len);
-            if boxes.len() == 1 {
-                return;
+            // Tilings (the boxes' areas add up to at least the bounding box's)
+            // often merge into one box without dissection: try that first.
+            let area: u128 = boxes.iter().map(|b| b.range().size_u128()).sum();
+            if area >= bbox.range().size_u128() {
+                let len = merge_connected_boxes_prefix(boxes, eff);
+                boxes.truncate(len);
+                if len == 1 {
+                    return;
+                }
             }
-            // Dissect along all box bounds in every dimension but the fastest;
-            // the pieces can then only overlap along the fastest dimension and
-            // merging them yields the unique maximal tiling.
-            let cuts: Cuts = (0..eff - 1).map(|d| collect_cuts(boxes, d)).collect();
-            let mut dissected = BoxVec::with_capacity(boxes.len() * 2);
-            for b in boxes.iter() {
-                dissect_box(b, &cuts, &mut dissected);
-            }
-            let len = merge_connected_boxes_prefix(&mut dissected, eff);
-            dissected.truncate(len);
-            sort_disjoint_boxes(&mut dissected, eff);
-            *boxes = dissected;
+            // the sweep's innermost interval lists then arrive sorted
+            boxes.sort_unstable_by_key(|b| b.min_arr()[eff - 1]);
+            let mut out = BoxVec::with_capacity(boxes.len());
+            sweep(boxes, 0, eff, &mut out);
+            *boxes = out;
         }
     }
 }

@@ -187,6 +187,14 @@ proptest! {
     }
 
     #[test]
+    fn normalisation_of_many_boxes_is_canonical(
+        (extent, boxes) in arb_dims().prop_flat_map(|e| (Just(e), arb_boxes(e, 24)))
+    ) {
+        // enough boxes for the slab sweep to see empty, single and crowded slabs
+        check_canonical(&Region::from_boxes(boxes.iter().copied()), &PointSet::from_boxes(extent, &boxes));
+    }
+
+    #[test]
     fn set_operations_match_oracle(
         (extent, a, b) in arb_dims().prop_flat_map(|e| (Just(e), arb_boxes(e, 6), arb_boxes(e, 6)))
     ) {
