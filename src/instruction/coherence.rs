@@ -112,18 +112,28 @@ impl InstructionGraphGenerator {
         for (dest_index, reads) in reads_by_memory.iter().enumerate() {
             let dest = MemoryId(dest_index as u64);
             for read in reads {
-                let mut by_writer: BTreeMap<(MemoryId, InstructionId), RegionBuilder> =
-                    BTreeMap::new();
+                // usually one or two writers: a small vector beats a map
+                let mut by_writer: Vec<((MemoryId, InstructionId), RegionBuilder)> = Vec::new();
                 for (b, mask) in buffer.up_to_date.get_region_values(read) {
                     if mask.is_empty() || mask.contains(dest) {
                         continue; // up to date, or uninitialised (reported elsewhere)
                     }
                     for (mb, source) in buffer.original_write_memories.get_box_values(&b) {
                         for (wb, writer) in buffer.original_writers.get_box_values(&mb) {
-                            by_writer.entry((source, writer)).or_default().add_box(wb);
+                            match by_writer.iter_mut().find(|(k, _)| *k == (source, writer)) {
+                                Some((_, builder)) => {
+                                    builder.add_box(wb);
+                                }
+                                None => {
+                                    let mut builder = RegionBuilder::new();
+                                    builder.add_box(wb);
+                                    by_writer.push(((source, writer), builder));
+                                }
+                            }
                         }
                     }
                 }
+                by_writer.sort_unstable_by_key(|(k, _)| *k);
                 for ((source, _), builder) in by_writer {
                     let source_region = builder.into_region();
                     for source_alloc in &buffer.memories[source.0 as usize].allocations {

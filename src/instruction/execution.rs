@@ -31,6 +31,7 @@ use crate::types::{AllocationId, BufferId, CollectiveGroupId, DeviceId, Instruct
 use super::generator::{InstructionGraphGenerator, LocalChunk, SCALAR_BOX, SchedulingHint};
 use super::instruction::{BufferAccessAllocation, InstructionKind};
 use super::recorder::{DependencyOrigin, RecordDetail};
+use super::requirements::ChunkRequirements;
 
 /// The buffers a task touches (accesses and reductions), in id order.
 fn touched_buffers(task: &Task) -> Vec<BufferId> {
@@ -51,16 +52,21 @@ impl InstructionGraphGenerator {
     ) -> crate::Result<()> {
         self.create_collective_group(task);
         let chunks = self.split_task(task, &execution_box, true)?;
+        let bids = touched_buffers(task);
+        let requirements: Vec<ChunkRequirements> = chunks
+            .iter()
+            .map(|c| ChunkRequirements::new(task, &c.execution_box, &bids))
+            .collect();
         if self.policies.overlapping_write != ErrorPolicy::Ignore {
-            self.report_overlapping_writes(task, &chunks);
+            self.report_overlapping_writes(task, &requirements);
         }
-        for bid in touched_buffers(task) {
+        for &bid in &bids {
             self.satisfy_buffer_requirements(
                 bid,
                 task,
-                execution_box,
                 is_reduction_initializer,
                 &chunks,
+                &requirements,
             );
         }
         let local_reductions: Vec<_> = task
@@ -70,9 +76,10 @@ impl InstructionGraphGenerator {
             .collect();
         let instructions: Vec<InstructionId> = chunks
             .iter()
-            .map(|c| self.launch_chunk(command, task, c))
+            .zip(&requirements)
+            .map(|(c, r)| self.launch_chunk(command, task, c, r))
             .collect();
-        self.perform_buffer_accesses(task, &chunks, &instructions);
+        self.perform_buffer_accesses(task, &chunks, &requirements, &instructions);
         for &hoid in task.side_effects() {
             let object = self
                 .host_objects
@@ -205,22 +212,23 @@ impl InstructionGraphGenerator {
     }
 
     /// Reports elements written by more than one local chunk.
-    fn report_overlapping_writes(&mut self, task: &Task, chunks: &[LocalChunk]) {
-        if chunks.len() < 2 {
+    fn report_overlapping_writes(&mut self, task: &Task, requirements: &[ChunkRequirements]) {
+        if requirements.len() < 2 {
             return;
         }
-        let access_map = task.access_map();
         let mut overlaps: Vec<(BufferId, Region)> = Vec::new();
-        for bid in access_map.accessed_buffers() {
-            let mut written = Region::new();
+        for (b, first) in requirements[0].buffers.iter().enumerate() {
+            let mut written = first.writes.clone();
             let mut overlap = Region::new();
-            for c in chunks {
-                let w = access_map.compute_produced_region(bid, &c.execution_box);
-                overlap = overlap.union(&written.intersection(&w));
-                written = written.union(&w);
+            for r in &requirements[1..] {
+                let w = &r.buffers[b].writes;
+                if written.intersects(w) {
+                    overlap = overlap.union(&written.intersection(w));
+                }
+                written = written.union(w);
             }
             if !overlap.is_empty() {
-                overlaps.push((bid, overlap));
+                overlaps.push((first.bid, overlap));
             }
         }
         if overlaps.is_empty() {
@@ -245,21 +253,22 @@ impl InstructionGraphGenerator {
         &mut self,
         bid: BufferId,
         task: &Task,
-        local_box: GridBox,
         is_reduction_initializer: bool,
         chunks: &[LocalChunk],
+        requirements: &[ChunkRequirements],
     ) {
-        let access_map = task.access_map();
         let num_memories = self.memories.len();
         let mut required: Vec<BoxVec> = vec![BoxVec::new(); num_memories];
         let host = MemoryId::HOST.0 as usize;
 
         let mut accessed = RegionBuilder::new();
         let mut consumed = RegionBuilder::new();
-        accessed.add_region(&access_map.compute_produced_region(bid, &local_box));
-        let reads = access_map.compute_consumed_region(bid, &local_box);
-        accessed.add_region(&reads);
-        consumed.add_region(&reads);
+        for r in requirements {
+            let b = r.buffer(bid);
+            accessed.add_region(&b.writes);
+            accessed.add_region(&b.reads);
+            consumed.add_region(&b.reads);
+        }
 
         let reduction = task.reductions().iter().find(|r| r.bid == bid);
         let include_current_value =
@@ -319,12 +328,11 @@ impl InstructionGraphGenerator {
             .update_region(&discarded, MemoryMask::EMPTY);
 
         let mut reads_by_memory: Vec<Vec<Region>> = vec![Vec::new(); num_memories];
-        for c in chunks {
-            required[c.memory.0 as usize]
-                .extend(access_map.compute_required_contiguous_boxes(bid, &c.execution_box));
-            let chunk_reads = access_map.compute_consumed_region(bid, &c.execution_box);
-            if !chunk_reads.is_empty() {
-                reads_by_memory[c.memory.0 as usize].push(chunk_reads);
+        for (c, r) in chunks.iter().zip(requirements) {
+            let b = r.buffer(bid);
+            required[c.memory.0 as usize].extend(b.contiguous.iter().copied());
+            if !b.reads.is_empty() {
+                reads_by_memory[c.memory.0 as usize].push(b.reads.clone());
             }
         }
         if include_current_value {
@@ -346,6 +354,7 @@ impl InstructionGraphGenerator {
         command: &Command,
         task: &Arc<Task>,
         chunk: &LocalChunk,
+        requirements: &ChunkRequirements,
     ) -> InstructionId {
         let access_map = task.access_map();
         let mem = chunk.memory.0 as usize;
@@ -355,7 +364,7 @@ impl InstructionGraphGenerator {
         for i in 0..access_map.num_accesses() {
             let (bid, mode) = access_map.nth_access(i);
             let buffer = &self.buffers[&bid];
-            let region = access_map.requirements_for_nth_access(i, &chunk.execution_box);
+            let region = &requirements.accesses[i];
             let accessed_box = region.bounding_box();
             accesses.push(if accessed_box.is_empty() {
                 BufferAccessAllocation {
@@ -375,7 +384,7 @@ impl InstructionGraphGenerator {
                 * region.area()
                 * buffer.elem_size;
             if self.em.is_recording() {
-                recorded.push((bid, region));
+                recorded.push((bid, region.clone()));
             }
         }
         let mut reductions = Vec::with_capacity(task.reductions().len());
@@ -421,22 +430,22 @@ impl InstructionGraphGenerator {
         &mut self,
         task: &Task,
         chunks: &[LocalChunk],
+        requirements: &[ChunkRequirements],
         instructions: &[InstructionId],
     ) {
-        let access_map = task.access_map();
-        let bids = touched_buffers(task);
-        // per chunk, per buffer: (reads, writes)
-        let sets: Vec<Vec<(BufferId, Region, Region)>> = chunks
+        // per chunk, per buffer: (reads, writes including reduction outputs)
+        let sets: Vec<Vec<(BufferId, Region, Region)>> = requirements
             .iter()
-            .map(|c| {
-                bids.iter()
-                    .map(|&bid| {
-                        let reads = access_map.compute_consumed_region(bid, &c.execution_box);
-                        let mut writes = access_map.compute_produced_region(bid, &c.execution_box);
-                        if task.reductions().iter().any(|r| r.bid == bid) {
-                            writes = writes.union_box(&SCALAR_BOX);
-                        }
-                        (bid, reads, writes)
+            .map(|r| {
+                r.buffers
+                    .iter()
+                    .map(|b| {
+                        let writes = if task.reductions().iter().any(|r| r.bid == b.bid) {
+                            b.writes.union_box(&SCALAR_BOX)
+                        } else {
+                            b.writes.clone()
+                        };
+                        (b.bid, b.reads.clone(), writes)
                     })
                     .filter(|(_, r, w)| !r.is_empty() || !w.is_empty())
                     .collect()
