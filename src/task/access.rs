@@ -114,14 +114,15 @@ impl BufferAccessMap {
         accesses: SmallVec<[BufferAccess; 2]>,
         geometry: TaskGeometry,
     ) -> Self {
-        let map = BufferAccessMap {
+        let mut map = BufferAccessMap {
             task,
             geometry,
             accesses,
             buffers: SmallVec::new(),
             clamp_warned: AtomicBool::new(false),
         };
-        map.with_task_regions()
+        map.compute_task_regions();
+        map
     }
 
     /// A map without accesses (horizons, epochs, host-object fences, tasks without buffers).
@@ -129,37 +130,35 @@ impl BufferAccessMap {
         Self::new(task, SmallVec::new(), geometry)
     }
 
-    fn with_task_regions(mut self) -> Self {
+    /// Fills `buffers`: per buffer, the union of its consuming and of its producing accesses.
+    fn compute_task_regions(&mut self) {
         let whole = self.whole_chunk();
-        // builders per buffer, in order of first access
-        let mut builders: SmallVec<[(BufferId, RegionBuilder, RegionBuilder); 2]> = SmallVec::new();
         for i in 0..self.accesses.len() {
             let (bid, mode) = (self.accesses[i].bid, self.accesses[i].mode);
             let region = self.evaluate(i, &whole);
-            let pos = match builders.iter().position(|(b, _, _)| *b == bid) {
-                Some(pos) => pos,
-                None => {
-                    builders.push((bid, RegionBuilder::new(), RegionBuilder::new()));
-                    builders.len() - 1
-                }
+            let consumed = if mode.is_consumer() {
+                region.clone()
+            } else {
+                Region::new()
             };
-            let (_, consumed, produced) = &mut builders[pos];
-            if mode.is_consumer() {
-                consumed.add_region(&region);
-            }
-            if mode.is_producer() {
-                produced.add_region(&region);
+            let produced = if mode.is_producer() {
+                region
+            } else {
+                Region::new()
+            };
+            match self.buffers.iter_mut().find(|b| b.bid == bid) {
+                Some(entry) => {
+                    // a second access to the buffer: unite (rare, so plain unions suffice)
+                    entry.consumed = entry.consumed.union(&consumed);
+                    entry.produced = entry.produced.union(&produced);
+                }
+                None => self.buffers.push(BufferRegions {
+                    bid,
+                    consumed,
+                    produced,
+                }),
             }
         }
-        self.buffers = builders
-            .into_iter()
-            .map(|(bid, consumed, produced)| BufferRegions {
-                bid,
-                consumed: consumed.into_region(),
-                produced: produced.into_region(),
-            })
-            .collect();
-        self
     }
 
     fn whole_chunk(&self) -> Chunk {

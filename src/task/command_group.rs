@@ -42,38 +42,45 @@ pub struct CommandGroup {
 
 impl CommandGroup {
     /// An empty command group.
+    #[inline]
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Adds an access.
+    #[inline]
     pub fn access(mut self, bid: BufferId, mode: AccessMode, mapper: RangeMapper) -> Self {
         self.accesses.push((bid, mode, mapper));
         self
     }
 
     /// Shorthand for a `Read` access.
+    #[inline]
     pub fn read(self, bid: BufferId, mapper: RangeMapper) -> Self {
         self.access(bid, AccessMode::Read, mapper)
     }
 
     /// Shorthand for a `DiscardWrite` access.
+    #[inline]
     pub fn discard_write(self, bid: BufferId, mapper: RangeMapper) -> Self {
         self.access(bid, AccessMode::DiscardWrite, mapper)
     }
 
     /// Shorthand for a `ReadWrite` access.
+    #[inline]
     pub fn read_write(self, bid: BufferId, mapper: RangeMapper) -> Self {
         self.access(bid, AccessMode::ReadWrite, mapper)
     }
 
     /// Adds a side effect on a host object.
+    #[inline]
     pub fn side_effect(mut self, hoid: HostObjectId) -> Self {
         self.side_effects.push(hoid);
         self
     }
 
     /// Adds a reduction into `bid`.
+    #[inline]
     pub fn reduction(
         mut self,
         rid: ReductionId,
@@ -89,30 +96,35 @@ impl CommandGroup {
     }
 
     /// Sets the debug name.
+    #[inline]
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
     }
 
     /// Hints a 2-D split.
+    #[inline]
     pub fn hint_split_2d(mut self) -> Self {
         self.hints.split_2d = true;
         self
     }
 
     /// Hints oversubscription by `factor` (0 is refused on submission).
+    #[inline]
     pub fn hint_oversubscribe(mut self, factor: u32) -> Self {
         self.hints.oversubscribe = factor;
         self
     }
 
     /// Constrains splits to multiples of `granularity`.
+    #[inline]
     pub fn constrain_split(mut self, granularity: Range) -> Self {
         self.granularity = Some(granularity);
         self
     }
 
     /// Attaches the runtime's payload.
+    #[inline]
     pub fn payload(mut self, payload: TaskPayload) -> Self {
         self.payload = Some(payload);
         self
@@ -164,6 +176,7 @@ pub enum TaskSpec {
 
 impl TaskSpec {
     /// A device kernel over `range` at offset 0.
+    #[inline]
     pub fn device(dims: usize, range: Range) -> Self {
         TaskSpec::DeviceKernel {
             dims,
@@ -173,6 +186,7 @@ impl TaskSpec {
     }
 
     /// A distributed host task over `range` at offset 0.
+    #[inline]
     pub fn host(dims: usize, range: Range) -> Self {
         TaskSpec::HostDistributed {
             dims,
@@ -183,6 +197,7 @@ impl TaskSpec {
 
     /// The spec of the C ABI's `celerity_submit_host_task` arguments (`group` is only read for
     /// `Collective`, `dims` and `range` only for `Distributed`).
+    #[inline]
     pub fn from_host_task_kind(
         kind: HostTaskKind,
         dims: usize,

@@ -11,8 +11,8 @@ use super::graph::TaskGraph;
 use super::range_mapper::{BufferLabel, RangeMapper, fmt_box_dims};
 use super::recorder::{TaskRecord, TaskRecorder};
 use super::task::{
-    Dependencies, Dependency, DependencyKind, DependencyOrigin, EpochAction, Hints, ReductionInfo,
-    Task, TaskGeometry, TaskPayload, TaskType,
+    Dependencies, Dependency, DependencyKind, DependencyOrigin, EpochAction, ReductionInfo, Task,
+    TaskGeometry, TaskPayload, TaskType,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{GridBox, Id, Range, Region, RegionBuilder, RegionMap, Subrange};
@@ -152,38 +152,6 @@ impl DepsBuilder {
     }
 }
 
-/// Everything of a task except its id and dependencies.
-struct TaskParts {
-    ty: TaskType,
-    epoch_action: Option<EpochAction>,
-    collective_group: CollectiveGroupId,
-    geometry: TaskGeometry,
-    access_map: BufferAccessMap,
-    side_effects: SmallVec<[HostObjectId; 2]>,
-    reductions: SmallVec<[ReductionInfo; 1]>,
-    hints: Hints,
-    name: Option<Box<str>>,
-    payload: Option<TaskPayload>,
-}
-
-impl TaskParts {
-    /// A task without accesses, side effects or reductions.
-    fn bare(tid: TaskId, ty: TaskType, payload: Option<TaskPayload>) -> Self {
-        TaskParts {
-            ty,
-            epoch_action: None,
-            collective_group: CollectiveGroupId::NONE,
-            geometry: TaskGeometry::default(),
-            access_map: BufferAccessMap::empty(tid, TaskGeometry::default()),
-            side_effects: SmallVec::new(),
-            reductions: SmallVec::new(),
-            hints: Hints::default(),
-            name: None,
-            payload,
-        }
-    }
-}
-
 impl TaskManager {
     /// A task manager holding only the init epoch, which `delegate` (if any) receives at once.
     pub fn new(config: TaskManagerConfig, delegate: Option<Box<dyn TaskDelegate + Send>>) -> Self {
@@ -205,9 +173,9 @@ impl TaskManager {
             num_user_epochs: 0,
             shut_down: false,
         };
-        let mut init = TaskParts::bare(TaskId::INIT_EPOCH, TaskType::Epoch, None);
+        let mut init = Task::bare(TaskId::INIT_EPOCH, TaskType::Epoch, None);
         init.epoch_action = Some(EpochAction::Init);
-        tm.register(init, DepsBuilder::new());
+        tm.register(Arc::new(init), DepsBuilder::new());
         tm
     }
 
@@ -362,9 +330,9 @@ impl TaskManager {
     pub fn submit(&mut self, spec: TaskSpec, cg: CommandGroup) -> Result<TaskId> {
         self.check_running("submit")?;
         let tid = TaskId(self.next_tid);
-        let parts = self.build_command_group_task(tid, spec, cg)?;
-        let deps = self.compute_dependencies(tid, &parts)?;
-        self.register(parts, deps);
+        let task = self.build_command_group_task(tid, spec, cg)?;
+        let deps = self.compute_dependencies(&task)?;
+        self.register(task, deps);
         self.num_user_command_groups += 1;
         if self.need_new_horizon() {
             self.generate_horizon();
@@ -382,10 +350,10 @@ impl TaskManager {
             ));
         }
         let tid = TaskId(self.next_tid);
-        let mut parts = TaskParts::bare(tid, TaskType::Epoch, payload);
-        parts.epoch_action = Some(action);
+        let mut epoch = Task::bare(tid, TaskType::Epoch, payload);
+        epoch.epoch_action = Some(action);
         let deps = self.front_dependencies();
-        self.register(parts, deps);
+        self.register(Arc::new(epoch), deps);
         self.set_epoch_for_new_tasks(tid);
         self.current_horizon = None;
         self.current_horizon_critical_path_length = self.max_critical_path_length;
@@ -428,11 +396,12 @@ impl TaskManager {
             buffer_range: buffer.range,
         };
         let tid = TaskId(self.next_tid);
-        let mut parts = TaskParts::bare(tid, TaskType::Fence, payload);
-        parts.access_map =
+        let mut fence = Task::bare(tid, TaskType::Fence, payload);
+        fence.access_map =
             BufferAccessMap::new(tid, smallvec::smallvec![access], TaskGeometry::default());
-        let deps = self.compute_dependencies(tid, &parts)?;
-        self.register(parts, deps);
+        let fence = Arc::new(fence);
+        let deps = self.compute_dependencies(&fence)?;
+        self.register(fence, deps);
         Ok(tid)
     }
 
@@ -445,10 +414,11 @@ impl TaskManager {
         self.check_running("fence")?;
         self.check_host_object("fence", hoid)?;
         let tid = TaskId(self.next_tid);
-        let mut parts = TaskParts::bare(tid, TaskType::Fence, payload);
-        parts.side_effects.push(hoid);
-        let deps = self.compute_dependencies(tid, &parts)?;
-        self.register(parts, deps);
+        let mut fence = Task::bare(tid, TaskType::Fence, payload);
+        fence.side_effects.push(hoid);
+        let fence = Arc::new(fence);
+        let deps = self.compute_dependencies(&fence)?;
+        self.register(fence, deps);
         Ok(tid)
     }
 
@@ -477,13 +447,13 @@ impl TaskManager {
         Ok(())
     }
 
-    /// Validates a command group and turns it into task parts.
+    /// Validates a command group and turns it into a task without dependencies.
     fn build_command_group_task(
         &self,
         tid: TaskId,
         spec: TaskSpec,
         cg: CommandGroup,
-    ) -> Result<TaskParts> {
+    ) -> Result<Arc<Task>> {
         let (ty, mut geometry, collective_group) = match spec {
             TaskSpec::DeviceKernel {
                 dims,
@@ -614,7 +584,8 @@ impl TaskManager {
             });
         }
 
-        Ok(TaskParts {
+        Ok(Arc::new(Task {
+            id: tid,
             ty,
             epoch_action: None,
             collective_group,
@@ -625,34 +596,37 @@ impl TaskManager {
             hints: cg.hints,
             name: cg.name.map(String::into_boxed_str),
             payload: cg.payload,
-        })
+            dependencies: Dependencies::new(),
+            critical_path_length: 0,
+        }))
     }
 
     /// Computes the dependencies of a new task (data flow, side effects, collective groups,
     /// epoch anchoring) and updates the tracking state. All checks that can fail run before the
     /// first change.
-    fn compute_dependencies(&mut self, tid: TaskId, parts: &TaskParts) -> Result<DepsBuilder> {
-        let bam = &parts.access_map;
+    fn compute_dependencies(&mut self, task: &Task) -> Result<DepsBuilder> {
+        let (tid, bam) = (task.id, &task.access_map);
         let mut deps = DepsBuilder::new();
 
         // buffers with their task-level regions, reductions included
-        let mut buffers: SmallVec<[(BufferId, Region, Region); 2]> = bam
+        let (scalar, nothing) = (Region::from_box(SCALAR_BOX), Region::new());
+        let mut buffers: SmallVec<[(BufferId, &Region, &Region); 4]> = bam
             .accessed_buffers()
             .map(|bid| {
                 (
                     bid,
-                    bam.task_consumed_region(bid).clone(),
-                    bam.task_produced_region(bid).clone(),
+                    bam.task_consumed_region(bid),
+                    bam.task_produced_region(bid),
                 )
             })
             .collect();
-        for red in &parts.reductions {
+        for red in &task.reductions {
             let consumed = if red.init_from_buffer {
-                Region::from_box(SCALAR_BOX)
+                &scalar
             } else {
-                Region::new()
+                &nothing
             };
-            buffers.push((red.bid, consumed, Region::from_box(SCALAR_BOX)));
+            buffers.push((red.bid, consumed, &scalar));
         }
 
         // 1. true dependencies on the last writers of what is consumed (no changes yet)
@@ -677,7 +651,7 @@ impl TaskManager {
             }
             if !uninitialized.is_empty() && self.config.uninitialized_read != ErrorPolicy::Ignore {
                 let message =
-                    self.uninitialized_read_message(tid, parts, *bid, uninitialized.into_region());
+                    self.uninitialized_read_message(task, *bid, uninitialized.into_region());
                 if self.config.uninitialized_read == ErrorPolicy::Error {
                     return Err(Error::new(ErrorKind::AccessPattern, message));
                 }
@@ -730,7 +704,7 @@ impl TaskManager {
         }
 
         // 3. side effects: serialise per host object
-        for hoid in &parts.side_effects {
+        for hoid in &task.side_effects {
             let last = self
                 .host_objects
                 .get_mut(hoid)
@@ -746,8 +720,8 @@ impl TaskManager {
         }
 
         // 4. collective groups: serialise per group
-        if parts.collective_group != CollectiveGroupId::NONE {
-            if let Some(prev) = self.last_collective.insert(parts.collective_group, tid) {
+        if task.collective_group != CollectiveGroupId::NONE {
+            if let Some(prev) = self.last_collective.insert(task.collective_group, tid) {
                 deps.add(
                     &self.graph,
                     prev,
@@ -769,24 +743,13 @@ impl TaskManager {
         Ok(deps)
     }
 
-    fn uninitialized_read_message(
-        &self,
-        tid: TaskId,
-        parts: &TaskParts,
-        bid: BufferId,
-        region: Region,
-    ) -> String {
-        let bam = &parts.access_map;
+    fn uninitialized_read_message(&self, task: &Task, bid: BufferId, region: Region) -> String {
+        let bam = &task.access_map;
         let pure_read = !bam
             .accesses()
             .iter()
             .any(|a| a.bid == bid && a.mode.is_producer());
-        let label = super::task::TaskLabel {
-            id: tid,
-            ty: parts.ty,
-            name: parts.name.as_deref(),
-            title: true,
-        };
+        let label = task.title();
         let dims = self.buffers[&bid].dims;
         let boxes: Vec<String> = region
             .boxes()
@@ -821,11 +784,12 @@ impl TaskManager {
     }
 
     /// Creates the task, links it into the graph and the execution front, and announces it.
-    fn register(&mut self, parts: TaskParts, mut deps: DepsBuilder) {
+    fn register(&mut self, mut task: Arc<Task>, mut deps: DepsBuilder) {
         let tid = TaskId(self.next_tid);
+        debug_assert_eq!(task.id, tid);
+        self.next_tid += 1;
         // a canonical order: the same edges print the same on every node
         deps.deps.sort_unstable_by_key(|d| d.task);
-        self.next_tid += 1;
         for d in &deps.deps {
             if let Ok(i) = self.execution_front.binary_search(&d.task) {
                 self.execution_front.remove(i);
@@ -834,21 +798,11 @@ impl TaskManager {
         self.execution_front.push(tid);
         self.max_critical_path_length =
             self.max_critical_path_length.max(deps.critical_path_length);
-        let task = Arc::new(Task {
-            id: tid,
-            ty: parts.ty,
-            epoch_action: parts.epoch_action,
-            collective_group: parts.collective_group,
-            geometry: parts.geometry,
-            access_map: parts.access_map,
-            side_effects: parts.side_effects,
-            reductions: parts.reductions,
-            hints: parts.hints,
-            name: parts.name,
-            dependencies: deps.deps,
-            critical_path_length: deps.critical_path_length,
-            payload: parts.payload,
-        });
+        {
+            let t = Arc::get_mut(&mut task).expect("a new task is not shared yet");
+            t.dependencies = deps.deps;
+            t.critical_path_length = deps.critical_path_length;
+        }
         self.graph.push(Arc::clone(&task));
         if let Some(recorder) = &mut self.recorder {
             let buffers = &self.buffers;
@@ -874,7 +828,7 @@ impl TaskManager {
         self.current_horizon_critical_path_length = self.max_critical_path_length;
         let previous = self.current_horizon.replace(tid);
         let deps = self.front_dependencies();
-        self.register(TaskParts::bare(tid, TaskType::Horizon, None), deps);
+        self.register(Arc::new(Task::bare(tid, TaskType::Horizon, None)), deps);
         if let Some(previous) = previous {
             self.set_epoch_for_new_tasks(previous);
         }

@@ -202,6 +202,25 @@ impl fmt::Debug for Task {
 }
 
 impl Task {
+    /// A task without accesses, side effects, reductions or dependencies.
+    pub(crate) fn bare(id: TaskId, ty: TaskType, payload: Option<TaskPayload>) -> Self {
+        Task {
+            id,
+            ty,
+            epoch_action: None,
+            collective_group: CollectiveGroupId::NONE,
+            geometry: TaskGeometry::default(),
+            access_map: BufferAccessMap::empty(id, TaskGeometry::default()),
+            side_effects: SmallVec::new(),
+            reductions: SmallVec::new(),
+            hints: Hints::default(),
+            name: None,
+            dependencies: Dependencies::new(),
+            critical_path_length: 0,
+            payload,
+        }
+    }
+
     /// The task's id.
     #[inline]
     pub fn id(&self) -> TaskId {
