@@ -36,10 +36,42 @@
 
 
 /**
+ * Most memories a node may have (the width of [`MemoryMask`]).
+ */
+#define MAX_MEMORIES 64
+
+/**
  * The ABI version this header describes. Compare with `celerity_abi_version()` at run time to
  * detect a program built against a different library than the one it loaded.
  */
 #define CELERITY_ABI_VERSION 1
+
+/**
+ * The largest coordinate an MPI subarray datatype can express (`INT_MAX`).
+ */
+#define COMMUNICATOR_MAX_COORDINATE (size_t)INT32_MAX
+
+/**
+ * The number of stored dimensions of every geometric value.
+ */
+#define MAX_DIMS 3
+
+/**
+ * A point (or an offset): one coordinate per dimension. Unused dimensions
+ * have coordinate 0.
+ */
+typedef struct Id Id;
+
+/**
+ * A set of memories.
+ */
+typedef struct MemoryMask MemoryMask;
+
+/**
+ * An extent: the number of items along each dimension (dimension 0 is the
+ * slowest). Unused dimensions have extent 1.
+ */
+typedef struct Range Range;
 
 /**
  * A runtime configuration being assembled (opaque).
@@ -58,6 +90,370 @@ typedef struct celerity_config celerity_config;
  * well-defined; the `CELERITY_*` constants below are its values.
  */
 typedef uint32_t celerity_status;
+
+/**
+ * Which backend runs a kernel (`celerity_runtime_info.backend`, `celerity_kernel_context.backend`).
+ */
+typedef uint32_t celerity_backend;
+
+/**
+ * How a host task is distributed.
+ */
+typedef uint32_t celerity_host_task_kind;
+
+/**
+ * Which range mapper a `celerity_range_mapper` describes.
+ */
+typedef uint32_t celerity_range_mapper_kind;
+
+/**
+ * The operator of a reduction.
+ */
+typedef uint32_t celerity_reduction_kind;
+
+/**
+ * The element type of a built-in reduction.
+ */
+typedef uint32_t celerity_scalar_type;
+
+/**
+ * An offset and a range, 3-wide and row-major (dimension 0 is the slowest). Unused dimensions
+ * have offset 0 and range 1.
+ */
+typedef struct {
+    /**
+     * Offset per dimension.
+     */
+    size_t offset[3];
+    /**
+     * Extent per dimension.
+     */
+    size_t range[3];
+} celerity_subrange;
+
+/**
+ * A chunk of an iteration space: what a range mapper maps and what a kernel computes.
+ */
+typedef struct {
+    /**
+     * Dimensionality of the iteration space (0 to 3).
+     */
+    uint32_t dims;
+    /**
+     * Offset of this chunk (includes the global offset).
+     */
+    size_t offset[3];
+    /**
+     * Extent of this chunk.
+     */
+    size_t range[3];
+    /**
+     * Extent of the whole iteration space.
+     */
+    size_t global_range[3];
+} celerity_chunk;
+
+/**
+ * A custom range mapper: writes the subrange of a buffer (of `buffer_dims` dimensions and
+ * extent `buffer_range`) that `chunk` accesses into `*out`. Must be pure and thread-safe: the
+ * runtime calls it on several of its threads.
+ */
+typedef void (*celerity_range_mapper_fn)(void *user_data,
+                                         const celerity_chunk *chunk,
+                                         uint32_t buffer_dims,
+                                         const size_t *buffer_range,
+                                         celerity_subrange *out);
+
+/**
+ * A range mapper: which part of a buffer each chunk of a kernel accesses. Build one with the
+ * static inline constructors (`celerity_one_to_one()`, `celerity_neighborhood(...)`, ...).
+ */
+typedef struct {
+    /**
+     * The mapper kind; selects which fields below are read.
+     */
+    celerity_range_mapper_kind kind;
+    /**
+     * FIXED: the subrange every chunk accesses.
+     */
+    celerity_subrange fixed;
+    /**
+     * SLICE: the dimension extended to the whole buffer.
+     */
+    uint32_t slice_dim;
+    /**
+     * NEIGHBORHOOD and NEIGHBORHOOD_ALONG_AXES: the border per dimension.
+     */
+    size_t neighborhood[3];
+    /**
+     * CUSTOM: the mapper function.
+     */
+    celerity_range_mapper_fn custom;
+    /**
+     * CUSTOM: its user data; must stay valid until `celerity_runtime_shutdown` returns.
+     */
+    void *custom_user_data;
+} celerity_range_mapper;
+
+/**
+ * One buffer access of a kernel chunk, resolved to memory. Element `(i0, i1, i2)` lives at
+ * `base + (((i0 - allocation.offset[0]) * allocation.range[1] + (i1 - allocation.offset[1]))
+ * * allocation.range[2] + (i2 - allocation.offset[2])) * elem_size`; see
+ * `celerity_accessor_ptr`. An accessor whose range mapper yields an empty region has
+ * `base == NULL`.
+ */
+typedef struct {
+    /**
+     * First element of the backing allocation (device memory on CUDA).
+     */
+    void *base;
+    /**
+     * The backing allocation's box, in buffer coordinates.
+     */
+    celerity_subrange allocation;
+    /**
+     * What the range mapper asked for, for this chunk (its bounding box).
+     */
+    celerity_subrange accessed;
+    /**
+     * Bytes per element.
+     */
+    size_t elem_size;
+} celerity_accessor;
+
+/**
+ * Everything a kernel or host task needs to compute its chunk. Valid only during the call.
+ */
+typedef struct {
+    /**
+     * The backend running this chunk.
+     */
+    celerity_backend backend;
+    /**
+     * Local device index; host tasks: 0.
+     */
+    uint32_t device;
+    /**
+     * CUDA: the `CUstream` to launch on; host: NULL.
+     */
+    void *stream;
+    /**
+     * The chunk to compute; offsets include the global offset.
+     */
+    celerity_chunk chunk;
+    /**
+     * The iteration space's global offset.
+     */
+    size_t global_offset[3];
+    /**
+     * Accessors, in `celerity_cg_access` order.
+     */
+    const celerity_accessor *accessors;
+    /**
+     * Number of accessors.
+     */
+    uint32_t num_accessors;
+    /**
+     * One element per reduction (in `celerity_cg_reduction` order), pre-set to the identity.
+     */
+    void *const *reductions;
+    /**
+     * Number of reductions.
+     */
+    uint32_t num_reductions;
+    /**
+     * Host object instances, in side-effect order.
+     */
+    void *const *host_objects;
+    /**
+     * Number of host objects.
+     */
+    uint32_t num_host_objects;
+    /**
+     * This process's node id.
+     */
+    uint32_t node;
+    /**
+     * Number of nodes.
+     */
+    uint32_t num_nodes;
+    /**
+     * Collective host tasks: pointer to the group's `MPI_Comm`; otherwise NULL.
+     */
+    const void *mpi_comm;
+} celerity_kernel_context;
+
+/**
+ * A kernel or host-task body: computes (host) or enqueues on `ctx->stream` (CUDA) the chunk
+ * `ctx->chunk`. Returns 0 on success; any other value fails the task with
+ * `CELERITY_ERROR_TASK_FAILED`, reported at the next synchronising call.
+ */
+typedef int (*celerity_kernel_fn)(const celerity_kernel_context *ctx, void *user_data);
+
+/**
+ * Releases a kernel's `user_data`; runs exactly once, on any thread, after the task's last
+ * chunk on this node (also when nothing ran here).
+ */
+typedef void (*celerity_drop_fn)(void *user_data);
+
+/**
+ * Combines `value` into `accumulator` (`accumulator = accumulator (+) value`) for a CUSTOM
+ * reduction. Must be associative and commutative, pure and thread-safe.
+ */
+typedef void (*celerity_reduction_combine_fn)(void *user_data, void *accumulator, const void *value);
+
+/**
+ * A reduction operator: a built-in kind over a scalar type, or a CUSTOM operator.
+ */
+typedef struct {
+    /**
+     * The operator.
+     */
+    celerity_reduction_kind kind;
+    /**
+     * Built-in kinds: the element type.
+     */
+    celerity_scalar_type type;
+    /**
+     * CUSTOM: bytes per element.
+     */
+    size_t elem_size;
+    /**
+     * CUSTOM: the identity element (`elem_size` bytes, copied at submission).
+     */
+    const void *identity;
+    /**
+     * CUSTOM: the combiner.
+     */
+    celerity_reduction_combine_fn combine;
+    /**
+     * CUSTOM: user data for `combine`; must stay valid until shutdown.
+     */
+    void *user_data;
+} celerity_reduction_op;
+
+
+
+/**
+ * Host memory and emulated host devices (`devices=host:N`).
+ */
+#define CELERITY_BACKEND_HOST 0
+
+/**
+ * CUDA devices.
+ */
+#define CELERITY_BACKEND_CUDA 1
+
+/**
+ * Once, on node 0.
+ */
+#define CELERITY_HOST_TASK_ON_MASTER_NODE 0
+
+/**
+ * Once, on one node chosen by the runtime.
+ */
+#define CELERITY_HOST_TASK_ONCE 1
+
+/**
+ * Over `range`, split across nodes like a kernel.
+ */
+#define CELERITY_HOST_TASK_DISTRIBUTED 2
+
+/**
+ * One chunk on every node, serialised per collective group.
+ */
+#define CELERITY_HOST_TASK_COLLECTIVE 3
+
+/**
+ * Chunk → the same subrange (kernel and buffer dimensions must agree).
+ */
+#define CELERITY_RANGE_MAPPER_ONE_TO_ONE 0
+
+/**
+ * Chunk → the whole buffer.
+ */
+#define CELERITY_RANGE_MAPPER_ALL 1
+
+/**
+ * Chunk → `fixed`.
+ */
+#define CELERITY_RANGE_MAPPER_FIXED 2
+
+/**
+ * The chunk extended to the whole buffer along `slice_dim`.
+ */
+#define CELERITY_RANGE_MAPPER_SLICE 3
+
+/**
+ * The chunk grown by `neighborhood[d]` on both sides, clamped (a box, corners included).
+ */
+#define CELERITY_RANGE_MAPPER_NEIGHBORHOOD 4
+
+/**
+ * The chunk plus, per dimension d, the chunk grown by `neighborhood[d]` along d only (a cross:
+ * no corners), clamped.
+ */
+#define CELERITY_RANGE_MAPPER_NEIGHBORHOOD_ALONG_AXES 5
+
+/**
+ * `custom(custom_user_data, ...)`, the result clamped to the buffer.
+ */
+#define CELERITY_RANGE_MAPPER_CUSTOM 6
+
+/**
+ * Sum.
+ */
+#define CELERITY_REDUCE_SUM 0
+
+/**
+ * Product.
+ */
+#define CELERITY_REDUCE_PRODUCT 1
+
+/**
+ * Minimum.
+ */
+#define CELERITY_REDUCE_MIN 2
+
+/**
+ * Maximum.
+ */
+#define CELERITY_REDUCE_MAX 3
+
+/**
+ * A user-defined operator (`combine`, `identity`, `elem_size`).
+ */
+#define CELERITY_REDUCE_CUSTOM 4
+
+/**
+ * `int32_t`.
+ */
+#define CELERITY_TYPE_I32 0
+
+/**
+ * `int64_t`.
+ */
+#define CELERITY_TYPE_I64 1
+
+/**
+ * `uint32_t`.
+ */
+#define CELERITY_TYPE_U32 2
+
+/**
+ * `uint64_t`.
+ */
+#define CELERITY_TYPE_U64 3
+
+/**
+ * `float`.
+ */
+#define CELERITY_TYPE_F32 4
+
+/**
+ * `double`.
+ */
+#define CELERITY_TYPE_F64 5
 
 /**
  * Success.
@@ -108,6 +504,28 @@ typedef uint32_t celerity_status;
  * A bug in celerity: a caught panic or a broken invariant.
  */
 #define CELERITY_ERROR_INTERNAL 9
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
 
 #ifdef __cplusplus
 extern "C" {
@@ -187,6 +605,70 @@ uint32_t celerity_abi_version(void);
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** A ONE_TO_ONE range mapper: each chunk accesses the same subrange of the buffer. */
+static inline celerity_range_mapper celerity_one_to_one(void) {
+    celerity_range_mapper m = {0};
+    m.kind = CELERITY_RANGE_MAPPER_ONE_TO_ONE;
+    return m;
+}
+
+/** An ALL range mapper: each chunk accesses the whole buffer. */
+static inline celerity_range_mapper celerity_all(void) {
+    celerity_range_mapper m = {0};
+    m.kind = CELERITY_RANGE_MAPPER_ALL;
+    return m;
+}
+
+/** A FIXED range mapper: each chunk accesses `fixed`. */
+static inline celerity_range_mapper celerity_fixed(celerity_subrange fixed) {
+    celerity_range_mapper m = {0};
+    m.kind = CELERITY_RANGE_MAPPER_FIXED;
+    m.fixed = fixed;
+    return m;
+}
+
+/** A SLICE range mapper: the chunk extended to the whole buffer along `dim`. */
+static inline celerity_range_mapper celerity_slice(uint32_t dim) {
+    celerity_range_mapper m = {0};
+    m.kind = CELERITY_RANGE_MAPPER_SLICE;
+    m.slice_dim = dim;
+    return m;
+}
+
+/** A NEIGHBORHOOD range mapper: the chunk grown by (x, y, z) on both sides (corners included). */
+static inline celerity_range_mapper celerity_neighborhood(size_t x, size_t y, size_t z) {
+    celerity_range_mapper m = {0};
+    m.kind = CELERITY_RANGE_MAPPER_NEIGHBORHOOD;
+    m.neighborhood[0] = x;
+    m.neighborhood[1] = y;
+    m.neighborhood[2] = z;
+    return m;
+}
+
+/** A NEIGHBORHOOD_ALONG_AXES range mapper: the chunk grown by (x, y, z) along each axis only. */
+static inline celerity_range_mapper celerity_neighborhood_along_axes(size_t x, size_t y, size_t z) {
+    celerity_range_mapper m = celerity_neighborhood(x, y, z);
+    m.kind = CELERITY_RANGE_MAPPER_NEIGHBORHOOD_ALONG_AXES;
+    return m;
+}
+
+/** A CUSTOM range mapper calling `fn(user_data, ...)`. */
+static inline celerity_range_mapper celerity_custom(celerity_range_mapper_fn fn, void* user_data) {
+    celerity_range_mapper m = {0};
+    m.kind = CELERITY_RANGE_MAPPER_CUSTOM;
+    m.custom = fn;
+    m.custom_user_data = user_data;
+    return m;
+}
+
+/** Address of element (i0, i1, i2), in buffer coordinates, of accessor `a`. */
+static inline void* celerity_accessor_ptr(const celerity_accessor* a, size_t i0, size_t i1, size_t i2) {
+    size_t linear = ((i0 - a->allocation.offset[0]) * a->allocation.range[1] + (i1 - a->allocation.offset[1]))
+                        * a->allocation.range[2]
+                    + (i2 - a->allocation.offset[2]);
+    return (char*)a->base + linear * a->elem_size;
+}
 
 /** True when `s` is CELERITY_OK. */
 static inline bool celerity_succeeded(celerity_status s) { return s == CELERITY_OK; }

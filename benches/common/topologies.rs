@@ -142,8 +142,11 @@ pub fn jacobi<C: TopologyContext>(ctx: &mut C) {
     }
 }
 
+/// A named topology builder.
+pub type Topology<C> = (&'static str, fn(&mut C));
+
 /// The topologies by name, in Celerity's order.
-pub fn all<C: TopologyContext>() -> [(&'static str, fn(&mut C)); 6] {
+pub fn all<C: TopologyContext>() -> [Topology<C>; 6] {
     [
         ("soup topology", soup::<C>),
         ("chain topology", chain::<C>),

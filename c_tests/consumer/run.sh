@@ -22,8 +22,12 @@ echo "== find_package(Celerity CONFIG REQUIRED)"
 "$work/cmake-build/consumer_static"
 # The shared consumer must load the installed library, not the one in the build tree.
 if command -v ldd >/dev/null; then
-    ldd "$work/cmake-build/consumer_shared" | grep -q "$prefix/lib/libcelerity.so" \
-        || { echo "consumer_shared does not resolve libcelerity.so from the installed prefix" >&2; ldd "$work/cmake-build/consumer_shared" >&2; exit 1; }
+    resolved=$(ldd "$work/cmake-build/consumer_shared")
+    if [[ "$resolved" != *"$prefix/lib/libcelerity.so"* ]]; then
+        echo "consumer_shared does not resolve libcelerity.so from the installed prefix:" >&2
+        echo "$resolved" >&2
+        exit 1
+    fi
 fi
 
 echo "== pkg-config --cflags --libs celerity"

@@ -194,6 +194,11 @@ impl Backend for HostBackend {
         )
     }
 
+    fn poll(&mut self) -> Result<()> {
+        // Lane threads complete their events themselves.
+        Ok(())
+    }
+
     fn check_async_errors(&mut self) -> Result<()> {
         Ok(())
     }

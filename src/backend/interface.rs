@@ -121,6 +121,10 @@ pub trait Backend: Send {
         invocation: KernelInvocation,
     ) -> AsyncEvent;
 
+    /// Advances asynchronous work (e.g. queries CUDA events) and completes finished events.
+    /// Never blocks; the executor calls it on every loop iteration.
+    fn poll(&mut self) -> Result<()>;
+
     /// Errors that happened outside any event (e.g. a CUDA context fault).
     fn check_async_errors(&mut self) -> Result<()>;
 }

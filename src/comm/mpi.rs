@@ -1,27 +1,567 @@
-//! The MPI communicator (rsmpi). The runtime initialises MPI with `MPI_THREAD_MULTIPLE`
-//! unless the program already did, because collective host tasks call MPI from lane threads.
+//! The MPI communicator (rsmpi; digest 6.5).
+//!
+//! * The runtime initialises MPI with `MPI_THREAD_MULTIPLE` unless the program already did
+//!   (collective host tasks call MPI on lane threads), and finalises it only if it initialised it.
+//! * Each communicator works on its own duplicate of its parent (`MPI_Comm_dup`), so the
+//!   runtime's traffic never matches the program's own messages.
+//! * Pilots are fixed-size byte messages on tag 0. One `MPI_Irecv(MPI_ANY_SOURCE)` is kept posted
+//!   and re-posted after every pilot; pilot sends are kept until they test complete.
+//! * Payloads use tag `1 + id mod (INT_MAX - 1)` and an `MPI_Type_create_subarray` datatype over
+//!   the allocation, so data moves straight between the allocations without staging. Strides
+//!   are normalised first (the dimension-0 offset folds into the base pointer and the
+//!   dimension-0 extent is clamped to the transfer) so that more boxes fit `int` coordinates;
+//!   datatypes are cached.
+//! * Requests are polled with `MPI_Test` in [`Communicator::poll`]. Dropping a communicator waits
+//!   for its outstanding sends, cancels its pilot receive and frees the duplicate.
 
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::mem::MaybeUninit;
+
+use mpi::ffi;
+
+use super::{Communicator, InboundPilot, OutboundPilot, PilotMessage, Stride};
+use crate::backend::event::{AsyncEvent, Completion, EventCompleter};
 use crate::error::{Error, ErrorKind, Result};
+use crate::grid::GridBox;
+use crate::types::{BufferId, MessageId, NodeId, ReductionId, TaskId, TransferId};
 
 /// The MPI library's identification string (`MPI_Get_library_version`), which may be queried
 /// before MPI is initialised.
 pub fn library_version() -> Result<String> {
     mpi::environment::library_version()
         .map(|v| v.trim_end_matches(['\0', '\n', ' ']).to_owned())
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::Communication,
-                format!("MPI_Get_library_version: {e}"),
-            )
+        .map_err(|e| comm_error(format!("MPI_Get_library_version: {e}")))
+}
+
+fn comm_error(message: String) -> Error {
+    Error::new(ErrorKind::Communication, message)
+}
+
+fn check(code: c_int, what: &str) -> Result<()> {
+    if code == ffi::MPI_SUCCESS as c_int {
+        Ok(())
+    } else {
+        Err(comm_error(format!(
+            "{what} failed with MPI error code {code}"
+        )))
+    }
+}
+
+/// Ownership of the MPI library for one run.
+pub struct MpiEnvironment {
+    /// Present when the runtime initialised MPI; dropping it finalises MPI.
+    universe: Option<mpi::environment::Universe>,
+}
+
+impl MpiEnvironment {
+    /// Initialises MPI with `MPI_THREAD_MULTIPLE` unless the program already did. Returns an error
+    /// when the library cannot provide `MPI_THREAD_MULTIPLE`.
+    pub fn init() -> Result<Self> {
+        let universe = match mpi::initialize_with_threading(mpi::Threading::Multiple) {
+            Some((universe, provided)) => {
+                if provided != mpi::Threading::Multiple {
+                    return Err(comm_error(format!(
+                        "the MPI library provides thread level {provided:?}, celerity needs MPI_THREAD_MULTIPLE"
+                    )));
+                }
+                Some(universe)
+            }
+            None => {
+                let provided = mpi::environment::threading_support();
+                if provided != mpi::Threading::Multiple {
+                    return Err(comm_error(format!(
+                        "MPI was initialised by the program with thread level {provided:?}; celerity needs MPI_THREAD_MULTIPLE (use MPI_Init_thread)"
+                    )));
+                }
+                None
+            }
+        };
+        Ok(Self { universe })
+    }
+
+    /// Whether the runtime owns (and will finalise) MPI.
+    pub fn owns_mpi(&self) -> bool {
+        self.universe.is_some()
+    }
+
+    /// A communicator over all processes (a duplicate of `MPI_COMM_WORLD`).
+    pub fn world(&self) -> Result<MpiCommunicator> {
+        // SAFETY: RSMPI_COMM_WORLD is a valid communicator while MPI is initialised, which
+        // holding `self` guarantees.
+        MpiCommunicator::duplicate(unsafe { ffi::RSMPI_COMM_WORLD })
+    }
+}
+
+const PILOT_TAG: c_int = 0;
+const PILOT_WORDS: usize = 10;
+
+fn encode_pilot(message: &PilotMessage) -> [u64; PILOT_WORDS] {
+    let (min, max) = (message.region_box.min().0, message.region_box.max().0);
+    [
+        message.id.0,
+        message.transfer.consumer.0,
+        message.transfer.buffer.0,
+        message.transfer.reduction.0,
+        min[0] as u64,
+        min[1] as u64,
+        min[2] as u64,
+        max[0] as u64,
+        max[1] as u64,
+        max[2] as u64,
+    ]
+}
+
+fn decode_pilot(words: &[u64; PILOT_WORDS]) -> PilotMessage {
+    let coordinate = |i: usize| words[i] as usize;
+    PilotMessage {
+        id: MessageId(words[0]),
+        transfer: TransferId {
+            consumer: TaskId(words[1]),
+            buffer: BufferId(words[2]),
+            reduction: ReductionId(words[3]),
+        },
+        region_box: GridBox::from_arrays(
+            [coordinate(4), coordinate(5), coordinate(6)],
+            [coordinate(7), coordinate(8), coordinate(9)],
+        ),
+    }
+}
+
+fn payload_tag(id: MessageId) -> c_int {
+    1 + (id.0 % (c_int::MAX as u64 - 1)) as c_int
+}
+
+/// A stride in MPI's `int` coordinates, after normalisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct SubarrayKey {
+    elem_size: usize,
+    sizes: [c_int; 3],
+    subsizes: [c_int; 3],
+    starts: [c_int; 3],
+}
+
+/// Normalises `stride` and returns the byte offset to add to the base pointer and the subarray
+/// description.
+fn normalise_stride(stride: &Stride) -> Result<(usize, SubarrayKey)> {
+    let allocation = stride.allocation_range.0;
+    let offset = stride.transfer.offset.0;
+    let range = stride.transfer.range.0;
+    // Fold the dimension-0 offset into the base pointer and clamp dimension 0 to the transfer.
+    let plane_bytes = allocation[1] * allocation[2] * stride.elem_size;
+    let base_offset = offset[0] * plane_bytes;
+    let sizes = [range[0], allocation[1], allocation[2]];
+    let starts = [0, offset[1], offset[2]];
+    let to_int = |v: usize, what: &str| {
+        c_int::try_from(v).map_err(|_| {
+            comm_error(format!(
+                "{what} {v} of a transfer of {stride:?} exceeds MPI's int coordinates (the instruction graph must split such transfers)"
+            ))
         })
+    };
+    let key = SubarrayKey {
+        elem_size: stride.elem_size,
+        sizes: [
+            to_int(sizes[0], "extent")?,
+            to_int(sizes[1], "extent")?,
+            to_int(sizes[2], "extent")?,
+        ],
+        subsizes: [
+            to_int(range[0], "range")?,
+            to_int(range[1], "range")?,
+            to_int(range[2], "range")?,
+        ],
+        starts: [
+            to_int(starts[0], "offset")?,
+            to_int(starts[1], "offset")?,
+            to_int(starts[2], "offset")?,
+        ],
+    };
+    to_int(stride.elem_size, "element size")?;
+    Ok((base_offset, key))
+}
+
+/// Most cached datatypes before the cache is flushed (MPI keeps freed types alive for the
+/// requests still using them).
+const DATATYPE_CACHE_LIMIT: usize = 4096;
+
+/// One node's communicator over MPI.
+pub struct MpiCommunicator {
+    comm: ffi::MPI_Comm,
+    rank: usize,
+    size: usize,
+    /// The posted pilot receive and its buffer (boxed: MPI writes into it asynchronously).
+    pilot_receive: ffi::MPI_Request,
+    pilot_buffer: Box<[u64; PILOT_WORDS]>,
+    /// Pilot sends in flight with their buffers.
+    pilot_sends: Vec<(ffi::MPI_Request, Box<[u64; PILOT_WORDS]>)>,
+    /// Payload sends and receives in flight.
+    payloads: Vec<(ffi::MPI_Request, EventCompleter)>,
+    received_pilots: Vec<InboundPilot>,
+    datatypes: HashMap<SubarrayKey, ffi::MPI_Datatype>,
+}
+
+// SAFETY: the communicator owns its MPI handles exclusively; MPI is initialised with
+// MPI_THREAD_MULTIPLE, so using them from whichever single thread owns the communicator is allowed.
+unsafe impl Send for MpiCommunicator {}
+
+impl MpiCommunicator {
+    fn duplicate(parent: ffi::MPI_Comm) -> Result<Self> {
+        let mut comm = MaybeUninit::<ffi::MPI_Comm>::uninit();
+        // SAFETY: `parent` is a valid communicator; MPI writes the duplicate into `comm`.
+        check(
+            unsafe { ffi::MPI_Comm_dup(parent, comm.as_mut_ptr()) },
+            "MPI_Comm_dup",
+        )?;
+        // SAFETY: MPI_Comm_dup succeeded, so `comm` is initialised.
+        let comm = unsafe { comm.assume_init() };
+        let (mut rank, mut size) = (0, 0);
+        // SAFETY: `comm` is valid; the out-pointers are valid ints.
+        unsafe {
+            check(ffi::MPI_Comm_rank(comm, &mut rank), "MPI_Comm_rank")?;
+            check(ffi::MPI_Comm_size(comm, &mut size), "MPI_Comm_size")?;
+        }
+        let mut this = Self {
+            comm,
+            rank: rank as usize,
+            size: size as usize,
+            // SAFETY: reading an extern constant of the MPI library.
+            pilot_receive: unsafe { ffi::RSMPI_REQUEST_NULL },
+            pilot_buffer: Box::new([0; PILOT_WORDS]),
+            pilot_sends: Vec::new(),
+            payloads: Vec::new(),
+            received_pilots: Vec::new(),
+            datatypes: HashMap::new(),
+        };
+        this.post_pilot_receive()?;
+        Ok(this)
+    }
+
+    fn post_pilot_receive(&mut self) -> Result<()> {
+        // SAFETY: the buffer is boxed and lives in `self` until the request completes or is
+        // cancelled in Drop; the count and type describe exactly its bytes.
+        check(
+            unsafe {
+                ffi::MPI_Irecv(
+                    self.pilot_buffer.as_mut_ptr().cast(),
+                    (PILOT_WORDS * 8) as c_int,
+                    ffi::RSMPI_UINT8_T,
+                    ffi::RSMPI_ANY_SOURCE,
+                    PILOT_TAG,
+                    self.comm,
+                    &mut self.pilot_receive,
+                )
+            },
+            "MPI_Irecv (pilot)",
+        )
+    }
+
+    /// Tests `request`; true (and the request reset) when it has completed.
+    fn test(
+        request: &mut ffi::MPI_Request,
+        status: &mut MaybeUninit<ffi::MPI_Status>,
+    ) -> Result<bool> {
+        let mut flag = 0;
+        // SAFETY: `request` is an active request of this process; `status` has room for a status.
+        check(
+            unsafe { ffi::MPI_Test(request, &mut flag, status.as_mut_ptr()) },
+            "MPI_Test",
+        )?;
+        Ok(flag != 0)
+    }
+
+    fn datatype(&mut self, key: SubarrayKey) -> Result<ffi::MPI_Datatype> {
+        if let Some(&datatype) = self.datatypes.get(&key) {
+            return Ok(datatype);
+        }
+        if self.datatypes.len() >= DATATYPE_CACHE_LIMIT {
+            self.free_datatypes();
+        }
+        let mut element = MaybeUninit::<ffi::MPI_Datatype>::uninit();
+        let mut subarray = MaybeUninit::<ffi::MPI_Datatype>::uninit();
+        // SAFETY: plain datatype constructors with valid arguments and out-pointers; the
+        // element type is freed once the subarray type holds its own reference.
+        unsafe {
+            check(
+                ffi::MPI_Type_contiguous(
+                    key.elem_size as c_int,
+                    ffi::RSMPI_UINT8_T,
+                    element.as_mut_ptr(),
+                ),
+                "MPI_Type_contiguous",
+            )?;
+            let mut element = element.assume_init();
+            check(
+                ffi::MPI_Type_create_subarray(
+                    3,
+                    key.sizes.as_ptr(),
+                    key.subsizes.as_ptr(),
+                    key.starts.as_ptr(),
+                    ffi::MPI_ORDER_C as c_int,
+                    element,
+                    subarray.as_mut_ptr(),
+                ),
+                "MPI_Type_create_subarray",
+            )?;
+            let mut subarray = subarray.assume_init();
+            check(ffi::MPI_Type_commit(&mut subarray), "MPI_Type_commit")?;
+            check(ffi::MPI_Type_free(&mut element), "MPI_Type_free")?;
+            self.datatypes.insert(key, subarray);
+            Ok(subarray)
+        }
+    }
+
+    fn free_datatypes(&mut self) {
+        for (_, mut datatype) in self.datatypes.drain() {
+            // SAFETY: each cached type was committed by us; pending requests keep their own
+            // reference, so freeing is allowed.
+            unsafe { ffi::MPI_Type_free(&mut datatype) };
+        }
+    }
+
+    fn peer_rank(&self, peer: NodeId, what: &str) -> Result<c_int> {
+        if peer.0 as usize >= self.size || peer.0 as usize == self.rank {
+            return Err(comm_error(format!(
+                "{what}: {peer} is not another node of this {}-node run (this is N{})",
+                self.size, self.rank
+            )));
+        }
+        Ok(peer.0 as c_int)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PayloadDirection {
+    Send,
+    Receive,
+}
+
+impl MpiCommunicator {
+    /// Starts a payload send or receive of the box `stride` at `base` with peer `peer`.
+    ///
+    /// # Safety
+    /// The allocation at `base` must cover `stride` and stay valid (for reads when sending, for
+    /// writes when receiving) until the returned event completes.
+    unsafe fn start_payload(
+        &mut self,
+        direction: PayloadDirection,
+        peer: NodeId,
+        id: MessageId,
+        base: *mut u8,
+        stride: Stride,
+    ) -> Result<AsyncEvent> {
+        let what = match direction {
+            PayloadDirection::Send => "send_payload",
+            PayloadDirection::Receive => "receive_payload",
+        };
+        let peer = self.peer_rank(peer, what)?;
+        let (base_offset, key) = normalise_stride(&stride)?;
+        let datatype = self.datatype(key)?;
+        // SAFETY: reading an extern constant of the MPI library.
+        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
+        // SAFETY: the caller guarantees the allocation covers `stride` and outlives the request;
+        // `base_offset` (the folded dimension-0 offset) stays inside it.
+        let code = unsafe {
+            let buffer = base.add(base_offset).cast();
+            match direction {
+                PayloadDirection::Send => ffi::MPI_Isend(
+                    buffer,
+                    1,
+                    datatype,
+                    peer,
+                    payload_tag(id),
+                    self.comm,
+                    &mut request,
+                ),
+                PayloadDirection::Receive => ffi::MPI_Irecv(
+                    buffer,
+                    1,
+                    datatype,
+                    peer,
+                    payload_tag(id),
+                    self.comm,
+                    &mut request,
+                ),
+            }
+        };
+        check(code, what)?;
+        let (event, completer) = AsyncEvent::pending();
+        self.payloads.push((request, completer));
+        Ok(event)
+    }
+}
+
+impl Communicator for MpiCommunicator {
+    fn num_nodes(&self) -> usize {
+        self.size
+    }
+
+    fn local_node(&self) -> NodeId {
+        NodeId(self.rank as u64)
+    }
+
+    fn send_outbound_pilot(&mut self, pilot: &OutboundPilot) -> Result<()> {
+        let to = self.peer_rank(pilot.to, "send_outbound_pilot")?;
+        let buffer = Box::new(encode_pilot(&pilot.message));
+        // SAFETY: reading an extern constant of the MPI library.
+        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
+        // SAFETY: the buffer is boxed and kept in `pilot_sends` until the send tests complete.
+        check(
+            unsafe {
+                ffi::MPI_Isend(
+                    buffer.as_ptr().cast(),
+                    (PILOT_WORDS * 8) as c_int,
+                    ffi::RSMPI_UINT8_T,
+                    to,
+                    PILOT_TAG,
+                    self.comm,
+                    &mut request,
+                )
+            },
+            "MPI_Isend (pilot)",
+        )?;
+        self.pilot_sends.push((request, buffer));
+        Ok(())
+    }
+
+    fn poll_inbound_pilots(&mut self) -> Result<Vec<InboundPilot>> {
+        let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
+        loop {
+            if !Self::test(&mut self.pilot_receive, &mut status)? {
+                break;
+            }
+            // SAFETY: MPI_Test reported completion and filled `status`.
+            let from = unsafe { status.assume_init_ref() }.MPI_SOURCE;
+            self.received_pilots.push(InboundPilot {
+                from: NodeId(from as u64),
+                message: decode_pilot(&self.pilot_buffer),
+            });
+            self.post_pilot_receive()?;
+        }
+        Ok(std::mem::take(&mut self.received_pilots))
+    }
+
+    unsafe fn send_payload(
+        &mut self,
+        to: NodeId,
+        id: MessageId,
+        base: *const u8,
+        stride: Stride,
+    ) -> Result<AsyncEvent> {
+        // SAFETY: forwarded contract of send_payload.
+        unsafe { self.start_payload(PayloadDirection::Send, to, id, base.cast_mut(), stride) }
+    }
+
+    unsafe fn receive_payload(
+        &mut self,
+        from: NodeId,
+        id: MessageId,
+        base: *mut u8,
+        stride: Stride,
+    ) -> Result<AsyncEvent> {
+        // SAFETY: forwarded contract of receive_payload.
+        unsafe { self.start_payload(PayloadDirection::Receive, from, id, base, stride) }
+    }
+
+    fn poll(&mut self) -> Result<()> {
+        let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
+        let mut index = 0;
+        while index < self.payloads.len() {
+            if Self::test(&mut self.payloads[index].0, &mut status)? {
+                let (_, completer) = self.payloads.swap_remove(index);
+                completer.complete(Ok(Completion::Done));
+            } else {
+                index += 1;
+            }
+        }
+        let mut index = 0;
+        while index < self.pilot_sends.len() {
+            if Self::test(&mut self.pilot_sends[index].0, &mut status)? {
+                self.pilot_sends.swap_remove(index);
+            } else {
+                index += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn collective_clone(&mut self) -> Result<Box<dyn Communicator>> {
+        Ok(Box::new(Self::duplicate(self.comm)?))
+    }
+
+    fn collective_barrier(&mut self) -> Result<()> {
+        // SAFETY: `comm` is a valid communicator owned by this object.
+        check(unsafe { ffi::MPI_Barrier(self.comm) }, "MPI_Barrier")
+    }
+}
+
+impl Drop for MpiCommunicator {
+    fn drop(&mut self) {
+        // SAFETY: every request below belongs to this communicator; waiting on or cancelling
+        // them before freeing the communicator is the required teardown order. Buffers stay
+        // alive until after the waits.
+        unsafe {
+            for (request, _) in &mut self.pilot_sends {
+                ffi::MPI_Wait(request, ffi::RSMPI_STATUS_IGNORE);
+            }
+            for (request, _) in &mut self.payloads {
+                ffi::MPI_Wait(request, ffi::RSMPI_STATUS_IGNORE);
+            }
+            ffi::MPI_Cancel(&mut self.pilot_receive);
+            ffi::MPI_Wait(&mut self.pilot_receive, ffi::RSMPI_STATUS_IGNORE);
+            self.free_datatypes();
+            ffi::MPI_Comm_free(&mut self.comm);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::grid::{Id, Range, Subrange};
+
     #[test]
     fn names_the_linked_mpi_library() {
-        let version = super::library_version().unwrap();
-        assert!(!version.is_empty());
+        let version = library_version().unwrap();
         assert!(version.contains("MPI"), "{version}");
+    }
+
+    #[test]
+    fn pilots_survive_encoding() {
+        let message = PilotMessage {
+            id: MessageId(77),
+            transfer: TransferId {
+                consumer: TaskId(5),
+                buffer: BufferId(2),
+                reduction: ReductionId(1),
+            },
+            region_box: GridBox::from_arrays([1, 2, 3], [4, 5, 6]),
+        };
+        assert_eq!(decode_pilot(&encode_pilot(&message)), message);
+        assert_eq!(payload_tag(MessageId(0)), 1);
+        assert_eq!(payload_tag(MessageId(c_int::MAX as u64 - 1)), 1);
+    }
+
+    #[test]
+    fn strides_fold_the_leading_offset_and_reject_int_overflow() {
+        let stride = Stride {
+            allocation_range: Range::new(100, 8, 4),
+            transfer: Subrange::new(Id::new(10, 2, 1), Range::new(5, 3, 2)),
+            elem_size: 8,
+        };
+        let (offset, key) = normalise_stride(&stride).unwrap();
+        assert_eq!(offset, 10 * 8 * 4 * 8);
+        assert_eq!(
+            (key.sizes, key.subsizes, key.starts),
+            ([5, 8, 4], [5, 3, 2], [0, 2, 1])
+        );
+        let huge = Stride {
+            allocation_range: Range::new(4, 1 << 32, 1),
+            transfer: Subrange::new(Id::new(0, 0, 0), Range::new(1, 1 << 32, 1)),
+            elem_size: 1,
+        };
+        let error = normalise_stride(&huge).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Communication);
+        assert!(error.message().contains("exceeds MPI's int coordinates"));
     }
 }

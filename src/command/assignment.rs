@@ -85,6 +85,9 @@ pub struct BufferRequirements {
 /// access, then reduction outputs not otherwise accessed).
 pub type RequirementsList = SmallVec<[BufferRequirements; 2]>;
 
+/// What one node's chunks consume, per buffer.
+pub type BufferReads = SmallVec<[(BufferId, Region); 2]>;
+
 /// The requirements of all chunks of a task as seen from one node.
 pub struct ChunkRequirements {
     /// Number of chunks of the whole task.
@@ -92,7 +95,7 @@ pub struct ChunkRequirements {
     /// This node's chunks with their requirements, in chunk order.
     pub local: SmallVec<[(GridBox, RequirementsList); 1]>,
     /// Per remote node (ascending) that has chunks: the union of what they consume, per buffer.
-    pub remote_reads: Vec<(NodeId, SmallVec<[(BufferId, Region); 2]>)>,
+    pub remote_reads: Vec<(NodeId, BufferReads)>,
 }
 
 impl ChunkRequirements {

@@ -8,7 +8,7 @@ use super::assignment::{self, ChunkRequirements, REDUCTION_INITIALIZER};
 use super::buffer_state::{BufferState, WriteState};
 use super::command::{Command, CommandDependency, CommandKind, CommandRef};
 use super::graph::CommandTable;
-use super::node_bitset::{MAX_NODES, NodeBitset};
+use super::node_bitset::NodeBitset;
 use super::recorder::CommandRecorder;
 use crate::error::{Error, Result};
 use crate::grid::{GridBox, Range, Region, RegionBuilder};
@@ -71,11 +71,12 @@ pub struct CommandGraphGenerator {
 }
 
 impl CommandGraphGenerator {
-    /// A generator for node `local_nid` of `num_nodes` (at most [`MAX_NODES`]).
+    /// A generator for node `local_nid` of `num_nodes` (at most [`NodeBitset::MAX_NODES`]).
     pub fn new(num_nodes: usize, local_nid: NodeId, policies: CommandPolicies) -> Result<Self> {
-        if num_nodes == 0 || num_nodes > MAX_NODES {
+        if num_nodes == 0 || num_nodes > NodeBitset::MAX_NODES {
             return Err(Error::invalid_argument(format!(
-                "number of nodes {num_nodes} is outside the supported range [1,{MAX_NODES}]"
+                "number of nodes {num_nodes} is outside the supported range [1,{}]",
+                NodeBitset::MAX_NODES
             )));
         }
         if local_nid.0 as usize >= num_nodes {

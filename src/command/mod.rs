@@ -50,5 +50,5 @@ mod tests;
 pub use buffer_state::{SCALAR_BOX, WriteState};
 pub use command::{Command, CommandDependencies, CommandDependency, CommandKind, CommandRef};
 pub use generator::{CommandGraphGenerator, CommandPolicies};
-pub use node_bitset::{MAX_NODES, NodeBitset};
+pub use node_bitset::NodeBitset;
 pub use recorder::{CommandRecord, CommandRecorder};

@@ -1,27 +1,27 @@
-//! [`NodeBitset`]: a fixed-size set of node ids (at most [`MAX_NODES`]), used as the value type of
+//! [`NodeBitset`]: a fixed-size set of node ids (at most [`NodeBitset::MAX_NODES`]), used as the value type of
 //! the per-buffer replication map and for reduction participants.
 
 use std::fmt;
 
 use crate::types::NodeId;
 
-/// The largest number of nodes a command graph generator supports.
-pub const MAX_NODES: usize = 256;
+const WORDS: usize = 4;
 
-const WORDS: usize = MAX_NODES / 64;
-
-/// A set of node ids below [`MAX_NODES`]. `Copy`, 32 bytes, comparable: it serves as a region map
+/// A set of node ids below [`NodeBitset::MAX_NODES`]. `Copy`, 32 bytes, comparable: it serves as a region map
 /// value, so equal neighbouring sets merge.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Default)]
 pub struct NodeBitset([u64; WORDS]);
 
 impl NodeBitset {
+    /// The largest number of nodes a set (and a command graph generator) supports.
+    pub const MAX_NODES: usize = WORDS * 64;
+
     /// The empty set.
     pub const EMPTY: NodeBitset = NodeBitset([0; WORDS]);
 
     /// The set `{0, 1, ..., num_nodes - 1}`.
     pub fn all(num_nodes: usize) -> Self {
-        debug_assert!(num_nodes <= MAX_NODES);
+        debug_assert!(num_nodes <= Self::MAX_NODES);
         let mut words = [0u64; WORDS];
         for (w, word) in words.iter_mut().enumerate() {
             let lo = w * 64;
@@ -44,7 +44,7 @@ impl NodeBitset {
     #[inline]
     fn split(nid: NodeId) -> (usize, u64) {
         let n = nid.0 as usize;
-        debug_assert!(n < MAX_NODES, "{nid} exceeds the node limit {MAX_NODES}");
+        debug_assert!(n < Self::MAX_NODES, "{nid} exceeds the node limit");
         (n / 64, 1u64 << (n % 64))
     }
 

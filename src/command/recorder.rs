@@ -87,6 +87,14 @@ impl CommandRecord {
             .any(|d| d.node == to && d.kind == kind)
     }
 
+    /// The edge to `to` (panics if there is none).
+    pub fn dependency_on_record(&self, to: CommandId) -> &CommandDependency {
+        self.dependencies
+            .iter()
+            .find(|d| d.node == to)
+            .unwrap_or_else(|| panic!("{} has no dependency on {to}", self.id))
+    }
+
     /// Whether there is an edge of any kind to `to`.
     pub fn depends_on_any(&self, to: CommandId) -> bool {
         self.dependencies.iter().any(|d| d.node == to)

@@ -14,8 +14,24 @@
 
 pub(crate) mod boundary;
 pub mod config;
+pub mod geometry;
 pub(crate) mod handle;
+pub mod kernel;
+pub mod range_mapper;
+pub mod reduction;
 pub mod status;
 
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("celerity's handle encoding needs 64-bit pointers");
+
+// The C side asserts the same sizes (c_tests/test_inline_helpers.c), so a layout change on either
+// side fails the build instead of corrupting memory.
+const _: () = {
+    use std::mem::size_of;
+    assert!(size_of::<geometry::celerity_subrange>() == 48);
+    assert!(size_of::<geometry::celerity_chunk>() == 80);
+    assert!(size_of::<range_mapper::celerity_range_mapper>() == 104);
+    assert!(size_of::<kernel::celerity_accessor>() == 112);
+    assert!(size_of::<kernel::celerity_kernel_context>() == 184);
+    assert!(size_of::<reduction::celerity_reduction_op>() == 40);
+};

@@ -1,0 +1,272 @@
+//! CUDA backend tests. They need a GPU: without a usable driver each test prints why it is
+//! skipped and passes. `CELERITY_TEST_CUDA_KERNEL_LIB` may name a shared library built with nvcc
+//! that exports `celerity_test_scale(float* data, size_t n, float factor, void* stream)` (see
+//! docs/gpu.md), to check that runtime-API launches work on the backend's streams.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::grid::{GridBox, Id, Range};
+
+fn backend_or_skip(test: &str) -> Option<CudaBackend> {
+    match CudaBackend::new() {
+        Ok(backend) => Some(backend),
+        Err(error) => {
+            assert!(
+                matches!(error.kind(), ErrorKind::Unsupported | ErrorKind::Device),
+                "{error}"
+            );
+            println!("{test}: skipped, no usable CUDA device here ({error})");
+            None
+        }
+    }
+}
+
+fn wait(backend: &mut CudaBackend, event: &AsyncEvent) -> Result<Completion> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !event.is_complete() {
+        backend.poll().unwrap();
+        assert!(
+            std::time::Instant::now() < deadline,
+            "CUDA work did not complete in 30 s"
+        );
+        std::thread::yield_now();
+    }
+    event.take_outcome().unwrap()
+}
+
+fn allocate(backend: &mut CudaBackend, memory: MemoryId, bytes: usize) -> *mut u8 {
+    let event = backend.enqueue_alloc(memory, bytes, 256);
+    match wait(backend, &event).unwrap() {
+        Completion::Allocation(address) => address as *mut u8,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn invocation(device: DeviceId, base: *mut u8, elements: usize) -> KernelInvocation {
+    let whole = GridBox::from_arrays([0, 0, 0], [elements, 1, 1]);
+    KernelInvocation {
+        chunk: whole,
+        global_range: Range::new(elements, 1, 1),
+        global_offset: Id::default(),
+        dims: 1,
+        accessors: vec![super::super::interface::AccessorInfo {
+            base: SendPtr(base),
+            allocated_box: whole,
+            accessed_box: whole,
+        }],
+        reductions: Vec::new(),
+        host_objects: Vec::new(),
+        device: Some(device),
+        collective_comm: 0,
+    }
+}
+
+#[test]
+fn device_probe_answers_without_crashing() {
+    match device_count() {
+        Ok(n) => println!("CUDA devices: {n}"),
+        Err(e) => {
+            assert!(matches!(
+                e.kind(),
+                ErrorKind::Unsupported | ErrorKind::Device
+            ));
+            println!("skipped: no usable CUDA driver here ({e})");
+        }
+    }
+}
+
+#[test]
+fn kernels_enqueue_on_the_lane_stream_and_strided_copies_round_trip() {
+    let Some(mut backend) =
+        backend_or_skip("kernels_enqueue_on_the_lane_stream_and_strided_copies_round_trip")
+    else {
+        return;
+    };
+    let device = DeviceId(0);
+    let device_memory = backend.system_info().native_memory(device);
+    // A 4x6x8 u32 allocation on the device, filled by a "kernel" that memsets on its stream.
+    let (extent, elements) = ([4usize, 6, 8], 4 * 6 * 8);
+    let on_device = allocate(&mut backend, device_memory, elements * 4);
+    let launcher: Launcher = Arc::new(|inv: &KernelInvocation, env: &LaunchEnvironment| {
+        assert!(env.cuda && env.stream != 0, "kernels get a real stream");
+        let base = inv.accessors[0].base.0 as sys::CUdeviceptr;
+        // SAFETY: the accessor's allocation holds the chunk's u32 elements; the stream is current.
+        check("cuMemsetD32Async", unsafe {
+            sys::cuMemsetD32Async(base, 7, inv.chunk.area(), env.stream as sys::CUstream)
+        })
+    });
+    let event =
+        backend.enqueue_device_kernel(device, 0, launcher, invocation(device, on_device, elements));
+    wait(&mut backend, &event).unwrap();
+    // Host data with a pattern, a 3-D sub-box uploaded over the 7s, then everything downloaded.
+    let host = allocate(&mut backend, MemoryId::HOST, elements * 4);
+    let pattern: Vec<u32> = (0..elements as u32).map(|i| 1000 + i).collect();
+    // SAFETY: `host` holds `elements` u32 and nothing else uses it now.
+    unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), host.cast::<u32>(), elements) };
+    let sub = StridedBox {
+        allocation_range: extent,
+        offset: [1, 2, 3],
+        range: [2, 3, 4],
+    };
+    // SAFETY: both allocations cover `extent`; the events are awaited before reuse.
+    let upload =
+        unsafe { backend.enqueue_copy(CopyLane::Device(device, 1), host, sub, on_device, sub, 4) };
+    wait(&mut backend, &upload).unwrap();
+    let download_target = allocate(&mut backend, MemoryId::HOST, elements * 4);
+    let whole = StridedBox {
+        allocation_range: extent,
+        offset: [0; 3],
+        range: extent,
+    };
+    // SAFETY: as above.
+    let download = unsafe {
+        backend.enqueue_copy(
+            CopyLane::Device(device, 0),
+            on_device,
+            whole,
+            download_target,
+            whole,
+            4,
+        )
+    };
+    wait(&mut backend, &download).unwrap();
+    // SAFETY: the download completed.
+    let result = unsafe { std::slice::from_raw_parts(download_target.cast::<u32>(), elements) };
+    for i in 0..extent[0] {
+        for j in 0..extent[1] {
+            for k in 0..extent[2] {
+                let linear = (i * extent[1] + j) * extent[2] + k;
+                let inside = (1..3).contains(&i) && (2..5).contains(&j) && (3..7).contains(&k);
+                let expected = if inside { pattern[linear] } else { 7 };
+                assert_eq!(result[linear], expected, "element ({i},{j},{k})");
+            }
+        }
+    }
+    for (memory, pointer) in [
+        (device_memory, on_device),
+        (MemoryId::HOST, host),
+        (MemoryId::HOST, download_target),
+    ] {
+        // SAFETY: each allocation is live and unused.
+        let event = unsafe { backend.enqueue_free(memory, pointer) };
+        wait(&mut backend, &event).unwrap();
+    }
+}
+
+#[test]
+fn device_to_device_copies_use_peer_access_when_the_model_allows_it() {
+    let Some(mut backend) =
+        backend_or_skip("device_to_device_copies_use_peer_access_when_the_model_allows_it")
+    else {
+        return;
+    };
+    if backend.system_info().devices.len() < 2 {
+        println!("device_to_device_copies: skipped, one device only");
+        return;
+    }
+    let (m0, m1) = (
+        backend.system_info().native_memory(DeviceId(0)),
+        backend.system_info().native_memory(DeviceId(1)),
+    );
+    println!(
+        "peer copies D0<->D1 allowed by the model: {}",
+        backend.system_info().can_copy(m0, m1)
+    );
+    let a = allocate(&mut backend, m0, 4096);
+    let b = allocate(&mut backend, m1, 4096);
+    let host = allocate(&mut backend, MemoryId::HOST, 4096);
+    // SAFETY: `host` holds 4096 bytes.
+    unsafe { std::ptr::write_bytes(host, 0x5A, 4096) };
+    let whole = StridedBox {
+        allocation_range: [4096, 1, 1],
+        offset: [0; 3],
+        range: [4096, 1, 1],
+    };
+    // SAFETY: all allocations hold 4096 bytes; events are awaited in order.
+    unsafe {
+        let e = backend.enqueue_copy(CopyLane::Device(DeviceId(0), 0), host, whole, a, whole, 1);
+        wait(&mut backend, &e).unwrap();
+        let e = backend.enqueue_copy(CopyLane::Device(DeviceId(1), 0), a, whole, b, whole, 1);
+        wait(&mut backend, &e).unwrap();
+        std::ptr::write_bytes(host, 0, 4096);
+        let e = backend.enqueue_copy(CopyLane::Device(DeviceId(1), 0), b, whole, host, whole, 1);
+        wait(&mut backend, &e).unwrap();
+        assert!(
+            std::slice::from_raw_parts(host, 4096)
+                .iter()
+                .all(|&x| x == 0x5A)
+        );
+    }
+}
+
+#[test]
+fn an_nvcc_kernel_runs_on_the_backend_stream() {
+    let Ok(library) = std::env::var("CELERITY_TEST_CUDA_KERNEL_LIB") else {
+        println!(
+            "an_nvcc_kernel_runs_on_the_backend_stream: skipped, CELERITY_TEST_CUDA_KERNEL_LIB not set"
+        );
+        return;
+    };
+    let Some(mut backend) = backend_or_skip("an_nvcc_kernel_runs_on_the_backend_stream") else {
+        return;
+    };
+    type Scale = unsafe extern "C" fn(*mut f32, usize, f32, *mut c_void) -> i32;
+    // SAFETY: loading a test library built for this purpose (docs/gpu.md).
+    let library =
+        Arc::new(unsafe { libloading::Library::new(library) }.expect("load kernel library"));
+    let device = DeviceId(0);
+    let memory = backend.system_info().native_memory(device);
+    let n = 1 << 20;
+    let data = allocate(&mut backend, memory, n * 4);
+    let host = allocate(&mut backend, MemoryId::HOST, n * 4);
+    let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    // SAFETY: `host` holds n floats.
+    unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), host.cast::<f32>(), n) };
+    let whole = StridedBox {
+        allocation_range: [n, 1, 1],
+        offset: [0; 3],
+        range: [n, 1, 1],
+    };
+    // SAFETY: both allocations hold n floats; the event is awaited.
+    let e =
+        unsafe { backend.enqueue_copy(CopyLane::Device(device, 0), host, whole, data, whole, 4) };
+    wait(&mut backend, &e).unwrap();
+    let lib = library.clone();
+    let launcher: Launcher = Arc::new(move |inv: &KernelInvocation, env: &LaunchEnvironment| {
+        // SAFETY: the symbol has the documented signature.
+        let scale: libloading::Symbol<Scale> =
+            unsafe { lib.get(b"celerity_test_scale") }.expect("symbol");
+        // SAFETY: the accessor covers the chunk's floats; the stream belongs to the current context.
+        let code = unsafe {
+            scale(
+                inv.accessors[0].base.0.cast(),
+                inv.chunk.area(),
+                3.0,
+                env.stream as *mut c_void,
+            )
+        };
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::Device,
+                format!("launch returned {code}"),
+            ))
+        }
+    });
+    // Lane 0 already has the upload queued before: the kernel must see the uploaded data.
+    let e = backend.enqueue_device_kernel(device, 0, launcher, invocation(device, data, n));
+    wait(&mut backend, &e).unwrap();
+    // SAFETY: as above.
+    let e =
+        unsafe { backend.enqueue_copy(CopyLane::Device(device, 0), data, whole, host, whole, 4) };
+    wait(&mut backend, &e).unwrap();
+    // SAFETY: the download completed.
+    let result = unsafe { std::slice::from_raw_parts(host.cast::<f32>(), n) };
+    assert!(
+        result.iter().enumerate().all(|(i, &v)| v == 3.0 * i as f32),
+        "kernel results wrong"
+    );
+    println!("an_nvcc_kernel_runs_on_the_backend_stream: {n} elements scaled on the GPU");
+}

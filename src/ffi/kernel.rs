@@ -1,0 +1,86 @@
+//! What kernels and host tasks receive: accessors and the kernel context.
+
+use std::ffi::{c_int, c_void};
+
+use super::geometry::{celerity_chunk, celerity_subrange};
+
+/// Which backend runs a kernel (`celerity_runtime_info.backend`, `celerity_kernel_context.backend`).
+pub type celerity_backend = u32;
+/// Host memory and emulated host devices (`devices=host:N`).
+pub const CELERITY_BACKEND_HOST: celerity_backend = 0;
+/// CUDA devices.
+pub const CELERITY_BACKEND_CUDA: celerity_backend = 1;
+
+/// One buffer access of a kernel chunk, resolved to memory. Element `(i0, i1, i2)` lives at
+/// `base + (((i0 - allocation.offset[0]) * allocation.range[1] + (i1 - allocation.offset[1]))
+/// * allocation.range[2] + (i2 - allocation.offset[2])) * elem_size`; see
+/// `celerity_accessor_ptr`. An accessor whose range mapper yields an empty region has
+/// `base == NULL`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct celerity_accessor {
+    /// First element of the backing allocation (device memory on CUDA).
+    pub base: *mut c_void,
+    /// The backing allocation's box, in buffer coordinates.
+    pub allocation: celerity_subrange,
+    /// What the range mapper asked for, for this chunk (its bounding box).
+    pub accessed: celerity_subrange,
+    /// Bytes per element.
+    pub elem_size: usize,
+}
+
+/// Everything a kernel or host task needs to compute its chunk. Valid only during the call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct celerity_kernel_context {
+    /// The backend running this chunk.
+    pub backend: celerity_backend,
+    /// Local device index; host tasks: 0.
+    pub device: u32,
+    /// CUDA: the `CUstream` to launch on; host: NULL.
+    pub stream: *mut c_void,
+    /// The chunk to compute; offsets include the global offset.
+    pub chunk: celerity_chunk,
+    /// The iteration space's global offset.
+    pub global_offset: [usize; 3],
+    /// Accessors, in `celerity_cg_access` order.
+    pub accessors: *const celerity_accessor,
+    /// Number of accessors.
+    pub num_accessors: u32,
+    /// One element per reduction (in `celerity_cg_reduction` order), pre-set to the identity.
+    pub reductions: *const *mut c_void,
+    /// Number of reductions.
+    pub num_reductions: u32,
+    /// Host object instances, in side-effect order.
+    pub host_objects: *const *mut c_void,
+    /// Number of host objects.
+    pub num_host_objects: u32,
+    /// This process's node id.
+    pub node: u32,
+    /// Number of nodes.
+    pub num_nodes: u32,
+    /// Collective host tasks: pointer to the group's `MPI_Comm`; otherwise NULL.
+    pub mpi_comm: *const c_void,
+}
+
+/// A kernel or host-task body: computes (host) or enqueues on `ctx->stream` (CUDA) the chunk
+/// `ctx->chunk`. Returns 0 on success; any other value fails the task with
+/// `CELERITY_ERROR_TASK_FAILED`, reported at the next synchronising call.
+pub type celerity_kernel_fn = Option<
+    unsafe extern "C" fn(ctx: *const celerity_kernel_context, user_data: *mut c_void) -> c_int,
+>;
+
+/// Releases a kernel's `user_data`; runs exactly once, on any thread, after the task's last
+/// chunk on this node (also when nothing ran here).
+pub type celerity_drop_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+
+/// How a host task is distributed.
+pub type celerity_host_task_kind = u32;
+/// Once, on node 0.
+pub const CELERITY_HOST_TASK_ON_MASTER_NODE: celerity_host_task_kind = 0;
+/// Once, on one node chosen by the runtime.
+pub const CELERITY_HOST_TASK_ONCE: celerity_host_task_kind = 1;
+/// Over `range`, split across nodes like a kernel.
+pub const CELERITY_HOST_TASK_DISTRIBUTED: celerity_host_task_kind = 2;
+/// One chunk on every node, serialised per collective group.
+pub const CELERITY_HOST_TASK_COLLECTIVE: celerity_host_task_kind = 3;
