@@ -36,42 +36,10 @@
 
 
 /**
- * Most memories a node may have (the width of [`MemoryMask`]).
- */
-#define MAX_MEMORIES 64
-
-/**
  * The ABI version this header describes. Compare with `celerity_abi_version()` at run time to
  * detect a program built against a different library than the one it loaded.
  */
 #define CELERITY_ABI_VERSION 1
-
-/**
- * The largest coordinate an MPI subarray datatype can express (`INT_MAX`).
- */
-#define COMMUNICATOR_MAX_COORDINATE (size_t)INT32_MAX
-
-/**
- * The number of stored dimensions of every geometric value.
- */
-#define MAX_DIMS 3
-
-/**
- * A point (or an offset): one coordinate per dimension. Unused dimensions
- * have coordinate 0.
- */
-typedef struct Id Id;
-
-/**
- * A set of memories.
- */
-typedef struct MemoryMask MemoryMask;
-
-/**
- * An extent: the number of items along each dimension (dimension 0 is the
- * slowest). Unused dimensions have extent 1.
- */
-typedef struct Range Range;
 
 /**
  * A runtime configuration being assembled (opaque).
@@ -120,7 +88,7 @@ typedef uint32_t celerity_scalar_type;
  * An offset and a range, 3-wide and row-major (dimension 0 is the slowest). Unused dimensions
  * have offset 0 and range 1.
  */
-typedef struct {
+typedef struct celerity_subrange {
     /**
      * Offset per dimension.
      */
@@ -134,7 +102,7 @@ typedef struct {
 /**
  * A chunk of an iteration space: what a range mapper maps and what a kernel computes.
  */
-typedef struct {
+typedef struct celerity_chunk {
     /**
      * Dimensionality of the iteration space (0 to 3).
      */
@@ -159,16 +127,16 @@ typedef struct {
  * runtime calls it on several of its threads.
  */
 typedef void (*celerity_range_mapper_fn)(void *user_data,
-                                         const celerity_chunk *chunk,
+                                         const struct celerity_chunk *chunk,
                                          uint32_t buffer_dims,
                                          const size_t *buffer_range,
-                                         celerity_subrange *out);
+                                         struct celerity_subrange *out);
 
 /**
  * A range mapper: which part of a buffer each chunk of a kernel accesses. Build one with the
  * static inline constructors (`celerity_one_to_one()`, `celerity_neighborhood(...)`, ...).
  */
-typedef struct {
+typedef struct celerity_range_mapper {
     /**
      * The mapper kind; selects which fields below are read.
      */
@@ -176,7 +144,7 @@ typedef struct {
     /**
      * FIXED: the subrange every chunk accesses.
      */
-    celerity_subrange fixed;
+    struct celerity_subrange fixed;
     /**
      * SLICE: the dimension extended to the whole buffer.
      */
@@ -202,7 +170,7 @@ typedef struct {
  * `celerity_accessor_ptr`. An accessor whose range mapper yields an empty region has
  * `base == NULL`.
  */
-typedef struct {
+typedef struct celerity_accessor {
     /**
      * First element of the backing allocation (device memory on CUDA).
      */
@@ -210,11 +178,11 @@ typedef struct {
     /**
      * The backing allocation's box, in buffer coordinates.
      */
-    celerity_subrange allocation;
+    struct celerity_subrange allocation;
     /**
      * What the range mapper asked for, for this chunk (its bounding box).
      */
-    celerity_subrange accessed;
+    struct celerity_subrange accessed;
     /**
      * Bytes per element.
      */
@@ -224,7 +192,7 @@ typedef struct {
 /**
  * Everything a kernel or host task needs to compute its chunk. Valid only during the call.
  */
-typedef struct {
+typedef struct celerity_kernel_context {
     /**
      * The backend running this chunk.
      */
@@ -240,7 +208,7 @@ typedef struct {
     /**
      * The chunk to compute; offsets include the global offset.
      */
-    celerity_chunk chunk;
+    struct celerity_chunk chunk;
     /**
      * The iteration space's global offset.
      */
@@ -248,7 +216,7 @@ typedef struct {
     /**
      * Accessors, in `celerity_cg_access` order.
      */
-    const celerity_accessor *accessors;
+    const struct celerity_accessor *accessors;
     /**
      * Number of accessors.
      */
@@ -288,7 +256,7 @@ typedef struct {
  * `ctx->chunk`. Returns 0 on success; any other value fails the task with
  * `CELERITY_ERROR_TASK_FAILED`, reported at the next synchronising call.
  */
-typedef int (*celerity_kernel_fn)(const celerity_kernel_context *ctx, void *user_data);
+typedef int (*celerity_kernel_fn)(const struct celerity_kernel_context *ctx, void *user_data);
 
 /**
  * Releases a kernel's `user_data`; runs exactly once, on any thread, after the task's last
@@ -305,7 +273,7 @@ typedef void (*celerity_reduction_combine_fn)(void *user_data, void *accumulator
 /**
  * A reduction operator: a built-in kind over a scalar type, or a CUSTOM operator.
  */
-typedef struct {
+typedef struct celerity_reduction_op {
     /**
      * The operator.
      */
@@ -331,8 +299,6 @@ typedef struct {
      */
     void *user_data;
 } celerity_reduction_op;
-
-
 
 /**
  * Host memory and emulated host devices (`devices=host:N`).
@@ -505,28 +471,6 @@ typedef struct {
  */
 #define CELERITY_ERROR_INTERNAL 9
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -538,7 +482,7 @@ extern "C" {
  * Ownership: the caller owns `*out` and frees it with `celerity_config_destroy`.
  * Thread: any thread. Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`.
  */
-celerity_status celerity_config_create(celerity_config **out);
+celerity_status celerity_config_create(struct celerity_config **out);
 
 /**
  * Sets configuration `key` to `value` (both NUL-terminated strings, copied). A key set here
@@ -548,7 +492,9 @@ celerity_status celerity_config_create(celerity_config **out);
  * value → `CELERITY_ERROR_INVALID_ARGUMENT` (the message lists the valid choices; the
  * configuration is unchanged); a destroyed or forged `cfg` → `CELERITY_ERROR_INVALID_STATE`.
  */
-celerity_status celerity_config_set(celerity_config *cfg, const char *key, const char *value);
+celerity_status celerity_config_set(struct celerity_config *cfg,
+                                    const char *key,
+                                    const char *value);
 
 /**
  * Frees a configuration. NULL is accepted and ignored. Destroying a configuration twice is
@@ -557,7 +503,70 @@ celerity_status celerity_config_set(celerity_config *cfg, const char *key, const
  *
  * Thread: any thread.
  */
-void celerity_config_destroy(celerity_config *cfg);
+void celerity_config_destroy(struct celerity_config *cfg);
+
+/**
+ * Creates an empty configuration: every key takes its value from the environment or its
+ * default (see the configuration table in the README).
+ *
+ * Ownership: the caller owns `*out` and frees it with `celerity_config_destroy`.
+ * Thread: any thread. Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`.
+ */
+celerity_status celerity_config_create(struct celerity_config **out);
+
+/**
+ * Sets configuration `key` to `value` (both NUL-terminated strings, copied). A key set here
+ * wins over its `CELERITY_*` environment variable.
+ *
+ * Thread: any thread. Errors: `cfg`, `key` or `value` NULL, an unknown key or a malformed
+ * value → `CELERITY_ERROR_INVALID_ARGUMENT` (the message lists the valid choices; the
+ * configuration is unchanged); a destroyed or forged `cfg` → `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_config_set(struct celerity_config *cfg,
+                                    const char *key,
+                                    const char *value);
+
+/**
+ * Frees a configuration. NULL is accepted and ignored. Destroying a configuration twice is
+ * reported through `celerity_last_error_message` (status `CELERITY_ERROR_INVALID_STATE`) and
+ * otherwise ignored.
+ *
+ * Thread: any thread.
+ */
+void celerity_config_destroy(struct celerity_config *cfg);
+
+/**
+ * The name of status `s` (e.g. `"CELERITY_ERROR_INVALID_ARGUMENT"`), or
+ * `"CELERITY_UNKNOWN_STATUS"` for a value that is not a status.
+ *
+ * Ownership: the string is static; never free it. Thread: any thread. Never NULL.
+ */
+const char *celerity_status_string(celerity_status s);
+
+/**
+ * The message of the last failing celerity call on the calling thread, naming the function,
+ * the offending argument and its value; `""` when the last call succeeded.
+ *
+ * Ownership: owned by the library; valid until the next celerity call on this thread.
+ * Thread: any thread (each thread has its own message). Never NULL.
+ */
+const char *celerity_last_error_message(void);
+
+/**
+ * The library version, `"MAJOR.MINOR.PATCH"` (equal to `CELERITY_VERSION_STRING` of the
+ * header the library was built with).
+ *
+ * Ownership: static; never free it. Thread: any thread. Never NULL.
+ */
+const char *celerity_version_string(void);
+
+/**
+ * The ABI version of the loaded library; equals `CELERITY_ABI_VERSION` when the program was
+ * compiled against the matching header.
+ *
+ * Thread: any thread.
+ */
+uint32_t celerity_abi_version(void);
 
 /**
  * The name of status `s` (e.g. `"CELERITY_ERROR_INVALID_ARGUMENT"`), or

@@ -5,3 +5,4 @@ cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --quiet --all-targets --all-features -- -D warnings
 cargo test --quiet --all-features --lib
+cargo test --quiet --test header
