@@ -25,6 +25,19 @@ use crate::backend::system_info::MemoryMask;
 use crate::grid::{BoxVec, GridBox, Range, Region, RegionMap};
 use crate::types::{AllocationId, InstructionId, MemoryId, ReductionId, TaskId};
 
+/// `region ∩ b`, without set arithmetic when `region` lies inside `b` or misses it (the common
+/// cases when a buffer has many allocations).
+pub(crate) fn clip(region: &Region, b: &GridBox) -> Region {
+    let bounds = region.bounding_box();
+    if !bounds.intersects(b) {
+        Region::new()
+    } else if b.covers(&bounds) {
+        region.clone()
+    } else {
+        region.intersection_with_box(b)
+    }
+}
+
 /// What the instructions of an [`AccessFront`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FrontMode {

@@ -23,7 +23,7 @@ use crate::backend::nd_memory::layout_nd_copy;
 use crate::grid::{GridBox, Region, RegionBuilder, symmetrically_split_overlapping_regions};
 use crate::types::{AllocationId, BufferId, InstructionId, MemoryId};
 
-use super::buffer_state::{AccessFront, FrontMode};
+use super::buffer_state::{AccessFront, FrontMode, clip};
 use super::generator::InstructionGraphGenerator;
 use super::instruction::{CopyLayout, InstructionKind};
 use super::recorder::{CopyOrigin, DependencyOrigin, RecordDetail};
@@ -137,13 +137,12 @@ impl InstructionGraphGenerator {
                 for ((source, _), builder) in by_writer {
                     let source_region = builder.into_region();
                     for source_alloc in &buffer.memories[source.0 as usize].allocations {
-                        let in_source =
-                            source_region.intersection_with_box(&source_alloc.allocated_box);
+                        let in_source = clip(&source_region, &source_alloc.allocated_box);
                         if in_source.is_empty() {
                             continue;
                         }
                         for dest_alloc in &buffer.memories[dest_index].allocations {
-                            let copy = in_source.intersection_with_box(&dest_alloc.allocated_box);
+                            let copy = clip(&in_source, &dest_alloc.allocated_box);
                             if copy.is_empty() {
                                 continue;
                             }

@@ -28,6 +28,7 @@ use crate::runtime::config::ErrorPolicy;
 use crate::task::{ExecutionTarget, Task};
 use crate::types::{AllocationId, BufferId, CollectiveGroupId, DeviceId, InstructionId, MemoryId};
 
+use super::buffer_state::clip;
 use super::generator::{InstructionGraphGenerator, LocalChunk, SCALAR_BOX, SchedulingHint};
 use super::instruction::{BufferAccessAllocation, InstructionKind};
 use super::recorder::{DependencyOrigin, RecordDetail};
@@ -460,24 +461,41 @@ impl InstructionGraphGenerator {
                     self.em.add_dependencies_on_last_writers(
                         instruction,
                         allocation,
-                        &reads.intersection_with_box(b),
+                        &clip(reads, b),
                     );
                     self.em.add_dependencies_on_last_accesses(
                         instruction,
                         allocation,
-                        &writes.intersection_with_box(b),
+                        &clip(writes, b),
                         DependencyOrigin::WriteToAllocation,
                     );
                 }
             }
         }
+        if let ([c], [set], [instruction]) = (chunks, sets.as_slice(), instructions) {
+            // A single writer: reads of written elements are superseded by the write, and the
+            // write is atomic, which needs half the tracking updates of the general case.
+            for (bid, reads, writes) in set {
+                let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
+                let read_only = if writes.is_empty() {
+                    reads.clone()
+                } else {
+                    reads.difference(writes)
+                };
+                for allocation in &mut buffer.memories[c.memory.0 as usize].allocations {
+                    let b = allocation.allocated_box;
+                    allocation.track_concurrent_read(&clip(&read_only, &b), *instruction);
+                    allocation.track_atomic_write(&clip(writes, &b), *instruction);
+                }
+                buffer.track_original_write(writes, *instruction, c.memory);
+            }
+            return;
+        }
         for (c, set) in chunks.iter().zip(&sets) {
             for (bid, _, writes) in set {
                 let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
                 for allocation in &mut buffer.memories[c.memory.0 as usize].allocations {
-                    allocation.begin_concurrent_writes(
-                        &writes.intersection_with_box(&allocation.allocated_box),
-                    );
+                    allocation.begin_concurrent_writes(&clip(writes, &allocation.allocated_box));
                 }
             }
         }
@@ -486,9 +504,8 @@ impl InstructionGraphGenerator {
                 let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
                 for allocation in &mut buffer.memories[c.memory.0 as usize].allocations {
                     let b = allocation.allocated_box;
-                    allocation.track_concurrent_read(&reads.intersection_with_box(&b), instruction);
-                    allocation
-                        .track_concurrent_write(&writes.intersection_with_box(&b), instruction);
+                    allocation.track_concurrent_read(&clip(reads, &b), instruction);
+                    allocation.track_concurrent_write(&clip(writes, &b), instruction);
                 }
                 buffer.track_original_write(writes, instruction, c.memory);
             }

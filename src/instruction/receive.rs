@@ -19,7 +19,7 @@ use crate::grid::{
 };
 use crate::types::{BufferId, CommandId, MemoryId, ReductionId, TransferId};
 
-use super::buffer_state::{PendingGather, PendingReceive};
+use super::buffer_state::{PendingGather, PendingReceive, clip};
 use super::generator::InstructionGraphGenerator;
 use super::instruction::InstructionKind;
 use super::recorder::{DependencyOrigin, RecordDetail};
@@ -89,9 +89,7 @@ impl InstructionGraphGenerator {
 
         for i in allocations {
             let allocation = &mut host.allocations[i];
-            let received = receive
-                .region
-                .intersection_with_box(&allocation.allocated_box);
+            let received = clip(&receive.region, &allocation.allocated_box);
             let mut parts: Vec<Region> = concurrent_reads
                 .iter()
                 .map(|r| r.intersection(&received))
