@@ -22,7 +22,7 @@
 use smallvec::SmallVec;
 
 use crate::backend::system_info::MemoryMask;
-use crate::grid::{BoxVec, GridBox, Range, Region, RegionMap};
+use crate::grid::{BoxVec, GridBox, Range, Region, RegionBuilder, RegionMap};
 use crate::types::{AllocationId, InstructionId, MemoryId, ReductionId, TaskId};
 
 /// `region ∩ b`, without set arithmetic when `region` lies inside `b` or misses it (the common
@@ -35,6 +35,34 @@ pub(crate) fn clip(region: &Region, b: &GridBox) -> Region {
         region.clone()
     } else {
         region.intersection_with_box(b)
+    }
+}
+
+/// Boxes grouped by a key (an original writer, a source memory): usually one or two groups, so
+/// a small vector beats a map. [`BoxGroups::into_regions`] yields the groups in key order.
+pub(crate) struct BoxGroups<K>(SmallVec<[(K, RegionBuilder); 2]>);
+
+impl<K: Ord + Copy> BoxGroups<K> {
+    pub fn new() -> Self {
+        Self(SmallVec::new())
+    }
+
+    pub fn add(&mut self, key: K, b: GridBox) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, builder)) => {
+                builder.add_box(b);
+            }
+            None => {
+                let mut builder = RegionBuilder::new();
+                builder.add_box(b);
+                self.0.push((key, builder));
+            }
+        }
+    }
+
+    pub fn into_regions(mut self) -> impl Iterator<Item = (K, Region)> {
+        self.0.sort_unstable_by_key(|(k, _)| *k);
+        self.0.into_iter().map(|(k, b)| (k, b.into_region()))
     }
 }
 

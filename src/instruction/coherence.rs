@@ -20,10 +20,10 @@
 use std::collections::BTreeMap;
 
 use crate::backend::nd_memory::layout_nd_copy;
-use crate::grid::{GridBox, Region, RegionBuilder, symmetrically_split_overlapping_regions};
+use crate::grid::{GridBox, Region, symmetrically_split_overlapping_regions};
 use crate::types::{AllocationId, BufferId, InstructionId, MemoryId};
 
-use super::buffer_state::{AccessFront, FrontMode, clip};
+use super::buffer_state::{AccessFront, BoxGroups, FrontMode, clip};
 use super::generator::InstructionGraphGenerator;
 use super::instruction::{CopyLayout, InstructionKind};
 use super::recorder::{CopyOrigin, DependencyOrigin, RecordDetail};
@@ -112,30 +112,18 @@ impl InstructionGraphGenerator {
         for (dest_index, reads) in reads_by_memory.iter().enumerate() {
             let dest = MemoryId(dest_index as u64);
             for read in reads {
-                // usually one or two writers: a small vector beats a map
-                let mut by_writer: Vec<((MemoryId, InstructionId), RegionBuilder)> = Vec::new();
+                let mut by_writer: BoxGroups<(MemoryId, InstructionId)> = BoxGroups::new();
                 for (b, mask) in buffer.up_to_date.get_region_values(read) {
                     if mask.is_empty() || mask.contains(dest) {
                         continue; // up to date, or uninitialised (reported elsewhere)
                     }
                     for (mb, source) in buffer.original_write_memories.get_box_values(&b) {
                         for (wb, writer) in buffer.original_writers.get_box_values(&mb) {
-                            match by_writer.iter_mut().find(|(k, _)| *k == (source, writer)) {
-                                Some((_, builder)) => {
-                                    builder.add_box(wb);
-                                }
-                                None => {
-                                    let mut builder = RegionBuilder::new();
-                                    builder.add_box(wb);
-                                    by_writer.push(((source, writer), builder));
-                                }
-                            }
+                            by_writer.add((source, writer), wb);
                         }
                     }
                 }
-                by_writer.sort_unstable_by_key(|(k, _)| *k);
-                for ((source, _), builder) in by_writer {
-                    let source_region = builder.into_region();
+                for ((source, _), source_region) in by_writer.into_regions() {
                     for source_alloc in &buffer.memories[source.0 as usize].allocations {
                         let in_source = clip(&source_region, &source_alloc.allocated_box);
                         if in_source.is_empty() {
