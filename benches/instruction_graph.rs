@@ -150,7 +150,7 @@ fn run_group(c: &mut Criterion, title: &str, device_tasks: bool) {
     }
 }
 
-/// `IG_RUN="<devices> <topology prefix> <iterations>"` runs one topology that often without
+/// `IG_RUN="<devices> <topology prefix> <iterations> [device]"` runs one topology that often without
 /// criterion (for `perf stat` instruction counts, which a loaded machine does not distort).
 fn direct_run() -> bool {
     let Ok(spec) = std::env::var("IG_RUN") else {
@@ -163,12 +163,13 @@ fn direct_run() -> bool {
         .next()
         .and_then(|n| n.parse().ok())
         .expect("iterations");
+    let device_tasks = parts.next() == Some("device");
     let (_, build) = topologies::all::<Ctx>()
         .into_iter()
         .find(|(name, _)| name.starts_with(prefix))
         .expect("unknown topology");
     for _ in 0..iterations {
-        let mut ctx = Ctx::new(devices, true, false);
+        let mut ctx = Ctx::new(devices, true, device_tasks);
         build(&mut ctx);
         drop(black_box(ctx));
     }
