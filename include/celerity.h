@@ -42,6 +42,25 @@
 #define CELERITY_ABI_VERSION 1
 
 /**
+ * A buffer (opaque). Created by `celerity_buffer_create`, released with
+ * `celerity_buffer_release`. Thread: the runtime's thread only.
+ */
+typedef struct celerity_buffer celerity_buffer;
+
+/**
+ * A command group being described (opaque). Created by `celerity_cg_create`, consumed by
+ * `celerity_submit_parallel_for` / `celerity_submit_host_task` (also on error) or discarded
+ * with `celerity_cg_destroy`. Thread: the runtime's thread only.
+ */
+typedef struct celerity_cg celerity_cg;
+
+/**
+ * A collective group (opaque): collective host tasks of one group are serialised and get their
+ * own MPI communicator. Thread: the runtime's thread only.
+ */
+typedef struct celerity_collective_group celerity_collective_group;
+
+/**
  * A runtime configuration being assembled (opaque).
  *
  * Created by `celerity_config_create`, filled with `celerity_config_set`, read by
@@ -49,6 +68,17 @@
  * Thread: usable from any thread, but not concurrently from two.
  */
 typedef struct celerity_config celerity_config;
+
+/**
+ * The result of a fence (opaque). Released with `celerity_future_release`. Thread: any thread.
+ */
+typedef struct celerity_future celerity_future;
+
+/**
+ * A host object (opaque): an instance that host tasks access through side effects, serialised
+ * per object. Thread: the runtime's thread only.
+ */
+typedef struct celerity_host_object celerity_host_object;
 
 /**
  * The result of every fallible celerity function. `CELERITY_OK` (0) is success; every other
@@ -60,29 +90,14 @@ typedef struct celerity_config celerity_config;
 typedef uint32_t celerity_status;
 
 /**
- * Which backend runs a kernel (`celerity_runtime_info.backend`, `celerity_kernel_context.backend`).
+ * How a kernel accesses a buffer.
  */
-typedef uint32_t celerity_backend;
-
-/**
- * How a host task is distributed.
- */
-typedef uint32_t celerity_host_task_kind;
+typedef uint32_t celerity_access_mode;
 
 /**
  * Which range mapper a `celerity_range_mapper` describes.
  */
 typedef uint32_t celerity_range_mapper_kind;
-
-/**
- * The operator of a reduction.
- */
-typedef uint32_t celerity_reduction_kind;
-
-/**
- * The element type of a built-in reduction.
- */
-typedef uint32_t celerity_scalar_type;
 
 /**
  * An offset and a range, 3-wide and row-major (dimension 0 is the slowest). Unused dimensions
@@ -162,6 +177,57 @@ typedef struct celerity_range_mapper {
      */
     void *custom_user_data;
 } celerity_range_mapper;
+
+/**
+ * The operator of a reduction.
+ */
+typedef uint32_t celerity_reduction_kind;
+
+/**
+ * The element type of a built-in reduction.
+ */
+typedef uint32_t celerity_scalar_type;
+
+/**
+ * Combines `value` into `accumulator` (`accumulator = accumulator (+) value`) for a CUSTOM
+ * reduction. Must be associative and commutative, pure and thread-safe.
+ */
+typedef void (*celerity_reduction_combine_fn)(void *user_data, void *accumulator, const void *value);
+
+/**
+ * A reduction operator: a built-in kind over a scalar type, or a CUSTOM operator.
+ */
+typedef struct celerity_reduction_op {
+    /**
+     * The operator.
+     */
+    celerity_reduction_kind kind;
+    /**
+     * Built-in kinds: the element type.
+     */
+    celerity_scalar_type type;
+    /**
+     * CUSTOM: bytes per element.
+     */
+    size_t elem_size;
+    /**
+     * CUSTOM: the identity element (`elem_size` bytes, copied at submission).
+     */
+    const void *identity;
+    /**
+     * CUSTOM: the combiner.
+     */
+    celerity_reduction_combine_fn combine;
+    /**
+     * CUSTOM: user data for `combine`; must stay valid until shutdown.
+     */
+    void *user_data;
+} celerity_reduction_op;
+
+/**
+ * Which backend runs a kernel (`celerity_runtime_info.backend`, `celerity_kernel_context.backend`).
+ */
+typedef uint32_t celerity_backend;
 
 /**
  * One buffer access of a kernel chunk, resolved to memory. Element `(i0, i1, i2)` lives at
@@ -265,40 +331,80 @@ typedef int (*celerity_kernel_fn)(const struct celerity_kernel_context *ctx, voi
 typedef void (*celerity_drop_fn)(void *user_data);
 
 /**
- * Combines `value` into `accumulator` (`accumulator = accumulator (+) value`) for a CUSTOM
- * reduction. Must be associative and commutative, pure and thread-safe.
+ * How a host task is distributed.
  */
-typedef void (*celerity_reduction_combine_fn)(void *user_data, void *accumulator, const void *value);
+typedef uint32_t celerity_host_task_kind;
 
 /**
- * A reduction operator: a built-in kind over a scalar type, or a CUSTOM operator.
+ * When to use lookahead (see `celerity_set_lookahead`).
  */
-typedef struct celerity_reduction_op {
+typedef uint32_t celerity_lookahead;
+
+/**
+ * What `celerity_runtime_get_info` reports.
+ */
+typedef struct celerity_runtime_info {
     /**
-     * The operator.
+     * This process's rank (node id).
      */
-    celerity_reduction_kind kind;
+    uint32_t node;
     /**
-     * Built-in kinds: the element type.
+     * Number of processes, or of simulated nodes in a dry run.
      */
-    celerity_scalar_type type;
+    uint32_t num_nodes;
     /**
-     * CUSTOM: bytes per element.
+     * Local devices in use.
      */
-    size_t elem_size;
+    uint32_t num_devices;
     /**
-     * CUSTOM: the identity element (`elem_size` bytes, copied at submission).
+     * Which backend runs kernels.
      */
-    const void *identity;
+    celerity_backend backend;
     /**
-     * CUSTOM: the combiner.
+     * Whether this is a dry run (`dry_run_nodes`): nothing is executed.
      */
-    celerity_reduction_combine_fn combine;
-    /**
-     * CUSTOM: user data for `combine`; must stay valid until shutdown.
-     */
-    void *user_data;
-} celerity_reduction_op;
+    bool dry_run;
+} celerity_runtime_info;
+
+/**
+ * Read only.
+ */
+#define CELERITY_ACCESS_READ 0
+
+/**
+ * Write; elements not written keep their values.
+ */
+#define CELERITY_ACCESS_WRITE 1
+
+/**
+ * Read and write.
+ */
+#define CELERITY_ACCESS_READ_WRITE 2
+
+/**
+ * Write; the previous contents of the accessed region are not needed (no_init).
+ */
+#define CELERITY_ACCESS_DISCARD_WRITE 3
+
+/**
+ * Read and write; the previous contents of the accessed region are not needed.
+ */
+#define CELERITY_ACCESS_DISCARD_READ_WRITE 4
+
+/**
+ * Compile every command at once.
+ */
+#define CELERITY_LOOKAHEAD_NONE 0
+
+/**
+ * Hold back allocating commands until two horizons have passed (default).
+ */
+#define CELERITY_LOOKAHEAD_AUTO 1
+
+/**
+ * Hold back until a fence, wait, barrier or flush.
+ */
+#define CELERITY_LOOKAHEAD_INFINITE 2
 
 /**
  * Host memory and emulated host devices (`devices=host:N`).
@@ -476,6 +582,165 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * Creates a buffer of `dims` (0 to 3) dimensions and extent `range` (entries beyond `dims` must
+ * be 1) with elements of `elem_size` bytes aligned to `elem_align` (a power of two). With
+ * `host_init`, range × elem_size bytes are copied from it before this returns; without, the
+ * contents are uninitialised.
+ *
+ * Ownership: the caller owns `*out` and releases it with `celerity_buffer_release`.
+ * Errors: `out` or `range` NULL, dims > 3, elem_size 0, elem_align not a power of two →
+ * `CELERITY_ERROR_INVALID_ARGUMENT`; not running, wrong thread → `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_buffer_create(uint32_t dims,
+                                       const size_t *range,
+                                       size_t elem_size,
+                                       size_t elem_align,
+                                       const void *host_init,
+                                       struct celerity_buffer **out);
+
+/**
+ * Sets the buffer's debug name (used in messages and graph output; the string is copied).
+ *
+ * Errors: NULL `buf` or `name` → `CELERITY_ERROR_INVALID_ARGUMENT`; released handle →
+ * `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_buffer_set_name(struct celerity_buffer *buf, const char *name);
+
+/**
+ * Writes the buffer's extent (3-wide, padded with 1) to `out_range`.
+ *
+ * Errors: NULL arguments → `CELERITY_ERROR_INVALID_ARGUMENT`; released handle →
+ * `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_buffer_get_range(const struct celerity_buffer *buf, size_t *out_range);
+
+/**
+ * Releases the buffer handle; the runtime frees the buffer after all work submitted on it.
+ * NULL is ignored.
+ *
+ * Errors: released or forged handle → `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_buffer_release(struct celerity_buffer *buf);
+
+/**
+ * Creates an empty command group.
+ *
+ * Ownership: consumed by a submit function or `celerity_cg_destroy`.
+ * Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; not running, wrong thread →
+ * `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_cg_create(struct celerity_cg **out);
+
+/**
+ * Declares that the kernel accesses `buf` in `mode` through `mapper`. The accessor index in the
+ * kernel context is the call order.
+ *
+ * Errors (`CELERITY_ERROR_INVALID_ARGUMENT`, nothing recorded): NULL arguments, a bad `mode` or
+ * mapper kind, a FIXED subrange outside the buffer, a SLICE dimension ≥ the buffer's dimensions,
+ * a CUSTOM mapper without function, a buffer already used by a reduction of this group.
+ */
+celerity_status celerity_cg_access(struct celerity_cg *cg,
+                                   struct celerity_buffer *buf,
+                                   celerity_access_mode mode,
+                                   const struct celerity_range_mapper *mapper);
+
+/**
+ * Declares a side effect on host object `obj`: the task gets its instance and is serialised
+ * with every other task affecting it.
+ *
+ * Errors: NULL arguments → `CELERITY_ERROR_INVALID_ARGUMENT`; released handles →
+ * `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_cg_side_effect(struct celerity_cg *cg, struct celerity_host_object *obj);
+
+/**
+ * Declares a reduction of the kernel's per-chunk contributions into `buf` (0-D or one
+ * element) with operator `op`. Without `initialize_to_identity` the buffer's previous value is
+ * included once.
+ *
+ * Errors (`CELERITY_ERROR_INVALID_ARGUMENT`): NULL arguments, a buffer of more than one element,
+ * an element size that does not match the operator, a second reduction on the same buffer, a
+ * buffer also accessed by this group, a bad operator kind or type, a CUSTOM operator without
+ * `combine` or `identity`.
+ */
+celerity_status celerity_cg_reduction(struct celerity_cg *cg,
+                                      struct celerity_buffer *buf,
+                                      const struct celerity_reduction_op *op,
+                                      bool initialize_to_identity);
+
+/**
+ * Names the task (copied; used in messages and graph output).
+ *
+ * Errors: NULL arguments → `CELERITY_ERROR_INVALID_ARGUMENT`.
+ */
+celerity_status celerity_cg_set_name(struct celerity_cg *cg, const char *name);
+
+/**
+ * Hints that the task should be split in two dimensions (e.g. for 2-D stencils).
+ *
+ * Errors: `cg` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`.
+ */
+celerity_status celerity_cg_hint_split_2d(struct celerity_cg *cg);
+
+/**
+ * Hints that each device chunk should be split `factor` times more (load balancing and
+ * overlap). Tasks with side effects, reductions or collective groups ignore it.
+ *
+ * Errors: `cg` NULL, `factor` 0 → `CELERITY_ERROR_INVALID_ARGUMENT`.
+ */
+celerity_status celerity_cg_hint_oversubscribe(struct celerity_cg *cg, uint32_t factor);
+
+/**
+ * Constrains chunk boundaries to multiples of `granularity` (3-wide). Each entry must divide the
+ * iteration space's extent in that dimension (checked at submission).
+ *
+ * Errors: NULL arguments or a zero entry → `CELERITY_ERROR_INVALID_ARGUMENT`.
+ */
+celerity_status celerity_cg_constrain_split(struct celerity_cg *cg, const size_t *granularity);
+
+/**
+ * Discards a command group without submitting it. NULL is ignored.
+ */
+void celerity_cg_destroy(struct celerity_cg *cg);
+
+/**
+ * Submits `cg` (consumed, also on error) as a kernel over the `dims`-dimensional iteration space
+ * `range` (offset `offset`, NULL: 0), split across nodes and devices. Each chunk calls
+ * `kernel(ctx, user_data)`; `drop(user_data)` (nullable) runs once after the last chunk on this
+ * node.
+ *
+ * Errors (`CELERITY_ERROR_INVALID_ARGUMENT`): NULL `cg`, `range` or `kernel`; dims > 3; an empty
+ * range; a ONE_TO_ONE access whose buffer dimensions differ from `dims`; a granularity that does
+ * not divide the range.
+ */
+celerity_status celerity_submit_parallel_for(struct celerity_cg *cg,
+                                             uint32_t dims,
+                                             const size_t *range,
+                                             const size_t *offset,
+                                             celerity_kernel_fn kernel,
+                                             void *user_data,
+                                             celerity_drop_fn drop);
+
+/**
+ * Submits `cg` (consumed, also on error) as a host task of `kind`: ON_MASTER_NODE (once, on node
+ * 0), ONCE (once, on a node the runtime picks), DISTRIBUTED (over the `dims`-dimensional `range`,
+ * split across nodes), or COLLECTIVE (one chunk per node, serialised within `group`; NULL: the
+ * default group; `ctx->mpi_comm` points to the group's `MPI_Comm`). `fn(ctx, user_data)` runs on
+ * a host thread; `drop(user_data)` runs once afterwards.
+ *
+ * Errors (`CELERITY_ERROR_INVALID_ARGUMENT`): NULL `cg` or `fn`, a bad `kind`, dims > 3,
+ * DISTRIBUTED with a NULL or empty range.
+ */
+celerity_status celerity_submit_host_task(struct celerity_cg *cg,
+                                          celerity_host_task_kind kind,
+                                          uint32_t dims,
+                                          const size_t *range,
+                                          struct celerity_collective_group *group,
+                                          celerity_kernel_fn fn,
+                                          void *user_data,
+                                          celerity_drop_fn drop);
+
+/**
  * Creates an empty configuration: every key takes its value from the environment or its
  * default (see the configuration table in the README).
  *
@@ -506,67 +771,139 @@ celerity_status celerity_config_set(struct celerity_config *cfg,
 void celerity_config_destroy(struct celerity_config *cfg);
 
 /**
- * Creates an empty configuration: every key takes its value from the environment or its
- * default (see the configuration table in the README).
+ * Fences `region` of `buf` (NULL: the whole buffer): once the future is ready, `dest` holds the
+ * region as it is after every task submitted before, as dense row-major elements (each node
+ * receives the full region). `dest` must stay valid until then.
  *
- * Ownership: the caller owns `*out` and frees it with `celerity_config_destroy`.
- * Thread: any thread. Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`.
+ * Ownership: the caller owns `*out` (`celerity_future_release`).
+ * Errors (`CELERITY_ERROR_INVALID_ARGUMENT`): NULL `buf`, `dest` or `out`; a region outside the
+ * buffer; `dest_bytes` < area × elem_size.
  */
-celerity_status celerity_config_create(struct celerity_config **out);
+celerity_status celerity_fence_buffer(struct celerity_buffer *buf,
+                                      const struct celerity_subrange *region,
+                                      void *dest,
+                                      size_t dest_bytes,
+                                      struct celerity_future **out);
 
 /**
- * Sets configuration `key` to `value` (both NUL-terminated strings, copied). A key set here
- * wins over its `CELERITY_*` environment variable.
+ * Fences a host object: the future is ready once every side effect submitted before has run.
  *
- * Thread: any thread. Errors: `cfg`, `key` or `value` NULL, an unknown key or a malformed
- * value → `CELERITY_ERROR_INVALID_ARGUMENT` (the message lists the valid choices; the
- * configuration is unchanged); a destroyed or forged `cfg` → `CELERITY_ERROR_INVALID_STATE`.
+ * Errors: NULL arguments → `CELERITY_ERROR_INVALID_ARGUMENT`; released handle →
+ * `CELERITY_ERROR_INVALID_STATE`.
  */
-celerity_status celerity_config_set(struct celerity_config *cfg,
-                                    const char *key,
-                                    const char *value);
+celerity_status celerity_fence_host_object(struct celerity_host_object *obj,
+                                           struct celerity_future **out);
 
 /**
- * Frees a configuration. NULL is accepted and ignored. Destroying a configuration twice is
- * reported through `celerity_last_error_message` (status `CELERITY_ERROR_INVALID_STATE`) and
- * otherwise ignored.
+ * Blocks until the future is ready. On the runtime's thread it also reports an asynchronous
+ * failure (e.g. a failed kernel) that happened before.
  *
- * Thread: any thread.
+ * Thread: any thread. Errors: NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; released →
+ * `CELERITY_ERROR_INVALID_STATE`; a reported failure → its status.
  */
-void celerity_config_destroy(struct celerity_config *cfg);
+celerity_status celerity_future_wait(struct celerity_future *f);
 
 /**
- * The name of status `s` (e.g. `"CELERITY_ERROR_INVALID_ARGUMENT"`), or
- * `"CELERITY_UNKNOWN_STATUS"` for a value that is not a status.
+ * Writes whether the future is ready to `*out` without blocking.
  *
- * Ownership: the string is static; never free it. Thread: any thread. Never NULL.
+ * Thread: any thread. Errors: NULL arguments → `CELERITY_ERROR_INVALID_ARGUMENT`; released →
+ * `CELERITY_ERROR_INVALID_STATE`.
  */
-const char *celerity_status_string(celerity_status s);
+celerity_status celerity_future_is_ready(const struct celerity_future *f, bool *out);
 
 /**
- * The message of the last failing celerity call on the calling thread, naming the function,
- * the offending argument and its value; `""` when the last call succeeded.
- *
- * Ownership: owned by the library; valid until the next celerity call on this thread.
- * Thread: any thread (each thread has its own message). Never NULL.
+ * Releases a future (waiting is not required first: the fence completes anyway). NULL is
+ * ignored. Thread: any thread.
  */
-const char *celerity_last_error_message(void);
+void celerity_future_release(struct celerity_future *f);
 
 /**
- * The library version, `"MAJOR.MINOR.PATCH"` (equal to `CELERITY_VERSION_STRING` of the
- * header the library was built with).
- *
- * Ownership: static; never free it. Thread: any thread. Never NULL.
+ * Blocks until all work submitted on this node has finished; reports asynchronous failures.
  */
-const char *celerity_version_string(void);
+celerity_status celerity_wait(void);
 
 /**
- * The ABI version of the loaded library; equals `CELERITY_ABI_VERSION` when the program was
- * compiled against the matching header.
- *
- * Thread: any thread.
+ * `celerity_wait`, then blocks until every node reached its barrier.
  */
-uint32_t celerity_abi_version(void);
+celerity_status celerity_barrier(void);
+
+/**
+ * Hands every command queued by the lookahead to the executor now.
+ */
+celerity_status celerity_flush(void);
+
+/**
+ * Sets the scheduler's lookahead (NONE, AUTO or INFINITE); also flushes.
+ *
+ * Errors: a bad value → `CELERITY_ERROR_INVALID_ARGUMENT`.
+ */
+celerity_status celerity_set_lookahead(celerity_lookahead mode);
+
+/**
+ * Registers `instance` as a host object. `destroy(instance)` (nullable) runs exactly once, on a
+ * runtime thread, after the object's last side effect once it was released (or at shutdown).
+ *
+ * Ownership: the caller owns `*out` and releases it with `celerity_host_object_release`.
+ * Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; not running, wrong thread →
+ * `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_host_object_create(void *instance,
+                                            void (*destroy)(void *instance),
+                                            struct celerity_host_object **out);
+
+/**
+ * Releases the host object; its destroy callback runs after its last side effect. NULL is
+ * ignored.
+ *
+ * Errors: released or forged handle → `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_host_object_release(struct celerity_host_object *obj);
+
+/**
+ * Creates a collective group. Every process must create its groups in the same order.
+ *
+ * Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; not running, wrong thread →
+ * `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_collective_group_create(struct celerity_collective_group **out);
+
+/**
+ * Releases a collective group handle (tasks already submitted keep their group). NULL is
+ * ignored.
+ *
+ * Errors: released or forged handle → `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_collective_group_release(struct celerity_collective_group *group);
+
+/**
+ * Starts the runtime: reads the configuration (`cfg`, which wins, then `CELERITY_*` environment
+ * variables), initialises MPI when started by an MPI launcher (with `MPI_THREAD_MULTIPLE`,
+ * unless the program did), selects devices, starts the scheduler and executor threads. The
+ * calling thread becomes the runtime's thread. `argc`/`argv` may be NULL; they are not modified.
+ *
+ * Errors: a second init, or init after shutdown → `CELERITY_ERROR_INVALID_STATE`; a malformed
+ * environment variable → `CELERITY_ERROR_INVALID_ARGUMENT`; `devices=cuda` without a usable CUDA
+ * driver → `CELERITY_ERROR_UNSUPPORTED`; MPI failures → `CELERITY_ERROR_COMMUNICATION`.
+ */
+celerity_status celerity_runtime_init(int *argc, char ***argv, const struct celerity_config *cfg);
+
+/**
+ * Shuts the runtime down: waits for all submitted work, releases buffers and host objects the
+ * program did not release (destroying owned instances, running drop callbacks), stops the
+ * threads, frees everything and finalises MPI if the runtime initialised it. Idempotent: a second
+ * call returns `CELERITY_OK`. Reports an asynchronous failure no earlier call reported.
+ *
+ * Errors: before init or from another thread → `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_runtime_shutdown(void);
+
+/**
+ * Writes node, node count, device count, backend and dry-run flag to `*out`.
+ *
+ * Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; not running or another thread →
+ * `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_runtime_get_info(struct celerity_runtime_info *out);
 
 /**
  * The name of status `s` (e.g. `"CELERITY_ERROR_INVALID_ARGUMENT"`), or

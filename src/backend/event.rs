@@ -27,10 +27,12 @@ struct EventState {
 }
 
 /// The completing side of an event; dropping it without completing reports an internal error,
-/// so a lost operation never leaves the executor waiting forever.
+/// so a lost operation never leaves the executor waiting forever. Completing wakes the thread
+/// that created the event (the executor parks while it waits for completions).
 #[derive(Debug)]
 pub struct EventCompleter {
     state: Option<Arc<EventState>>,
+    waiter: std::thread::Thread,
 }
 
 /// The polling side of an event.
@@ -47,7 +49,10 @@ impl AsyncEvent {
             AsyncEvent {
                 state: state.clone(),
             },
-            EventCompleter { state: Some(state) },
+            EventCompleter {
+                state: Some(state),
+                waiter: std::thread::current(),
+            },
         )
     }
 
@@ -79,6 +84,7 @@ impl EventCompleter {
         if let Some(state) = self.state.take() {
             *state.outcome.lock() = Some(outcome);
             state.complete.store(true, Ordering::Release);
+            self.waiter.unpark();
         }
     }
 }
@@ -90,6 +96,7 @@ impl Drop for EventCompleter {
                 "an asynchronous operation was dropped before it completed",
             )));
             state.complete.store(true, Ordering::Release);
+            self.waiter.unpark();
         }
     }
 }

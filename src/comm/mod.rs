@@ -130,4 +130,10 @@ pub trait Communicator: Send {
 
     /// Blocks until every node has called it. Collective.
     fn collective_barrier(&mut self) -> Result<()>;
+
+    /// The address of the native communicator handle (`MPI_Comm*`) that collective host tasks
+    /// may use, or 0 when there is none (the in-process fabric). Stable while `self` lives.
+    fn native_handle(&self) -> usize {
+        0
+    }
 }

@@ -493,6 +493,10 @@ impl Communicator for MpiCommunicator {
         // SAFETY: `comm` is a valid communicator owned by this object.
         check(unsafe { ffi::MPI_Barrier(self.comm) }, "MPI_Barrier")
     }
+
+    fn native_handle(&self) -> usize {
+        &self.comm as *const ffi::MPI_Comm as usize
+    }
 }
 
 impl Drop for MpiCommunicator {

@@ -1,6 +1,10 @@
-//! The executor thread: out-of-order engine, receive arbiter and dry-run executor.
+//! The executor thread: out-of-order engine, receive arbiter, live and dry-run executors.
 
+pub mod builtin_reducers;
+mod dry_run;
 pub mod engine;
+pub mod live;
+pub mod payload;
 pub mod receive_arbiter;
 
 #[cfg(test)]

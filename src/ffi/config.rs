@@ -21,7 +21,6 @@ pub struct celerity_config {
 
 static CONFIGS: Registry<Mutex<ConfigBuilder>> = Registry::new(HandleKind::Config);
 
-#[allow(dead_code, reason = "read by celerity_runtime_init (C API issue)")]
 /// The keys set so far on the configuration passed as argument `argument`.
 pub(crate) fn snapshot(cfg: *const celerity_config, argument: &str) -> Result<ConfigBuilder> {
     Ok(CONFIGS.get(handle::from_ptr(cfg), argument)?.lock().clone())

@@ -10,15 +10,23 @@
 //! Items here are named exactly as C sees them (cbindgen copies names and doc comments into
 //! `include/celerity.h`), hence the non-Rust casing.
 #![allow(non_camel_case_types)]
+// Exported functions take raw pointers from C by design; their validity is the C caller's
+// contract (documented per function), and each dereference carries a SAFETY comment.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 #![deny(missing_docs)]
 
 pub(crate) mod boundary;
+pub mod buffer;
+pub mod command_group;
 pub mod config;
+pub mod future;
 pub mod geometry;
 pub(crate) mod handle;
+pub mod host_object;
 pub mod kernel;
 pub mod range_mapper;
 pub mod reduction;
+pub mod runtime;
 pub mod status;
 
 #[cfg(not(target_pointer_width = "64"))]

@@ -1,3 +1,579 @@
-//! The runtime: owns the task layer, the scheduler and the executor (application-thread side).
+//! The runtime: owns the task manager, the scheduler thread and the executor thread, and is used
+//! from the application thread only (the C ABI checks the thread).
+//!
+//! Protocol (digest 1.1, 6.8):
+//! * Every submission builds its task on the application thread; the task manager hands each
+//!   created task (with horizons and epochs) to the scheduler thread, which builds commands and
+//!   instructions and passes them to the executor thread.
+//! * Memory the program lends or gives (a host-initialised buffer's contents, a fence's
+//!   destination) is registered with the executor as a user allocation before the task that
+//!   refers to it is created, so the executor knows it before any instruction uses it.
+//! * The executor reports horizons and epochs; with the one-horizon lag they become the
+//!   effective epoch, which prunes the task graph (on the next submission) and the instruction
+//!   graph (on the scheduler thread).
+//! * Asynchronous failures are collected and returned by the next synchronising call (`wait`,
+//!   `barrier`, a fence's wait, shutdown) with the failing task's name and id; afterwards
+//!   submissions are refused.
+//! * Shutdown submits the shutdown epoch, waits for it, then joins the executor and the
+//!   scheduler (in that order) and finalises MPI if the runtime initialised it.
 
 pub mod config;
+mod devices;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::backend::interface::Launcher;
+use crate::command::{CommandGraphGenerator, CommandPolicies};
+use crate::error::{Error, Result};
+use crate::executor::live::{ExecutorConfig, ExecutorDelegate, ExecutorHandle, ExecutorMessage};
+use crate::executor::payload::{HostObjectInstance, KernelPayload, Promise, Reducer, UserMemory};
+use crate::grid::{Range, Subrange};
+use crate::instruction::{Batch, BufferFencePayload, InstructionGraphGenerator, Policies};
+use crate::scheduler::{SchedulerEvent, SchedulerHandle, SchedulerSink};
+use crate::task::{
+    CommandGroup, EpochAction, EpochTracker, Task, TaskDelegate, TaskManager, TaskManagerConfig,
+    TaskSpec,
+};
+use crate::types::{
+    AllocationId, BufferId, CollectiveGroupId, HostObjectId, IdMap, MemoryId, ReductionId, TaskId,
+};
+use config::{Config, Lookahead};
+pub use devices::BackendKind;
+
+/// What `celerity_runtime_get_info` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuntimeInfo {
+    /// This process's node id.
+    pub node: u32,
+    /// Number of nodes (processes, or simulated nodes in a dry run).
+    pub num_nodes: u32,
+    /// Local devices in use.
+    pub num_devices: u32,
+    /// Which backend runs kernels.
+    pub backend: BackendKind,
+    /// Whether this is a dry run.
+    pub dry_run: bool,
+}
+
+/// State shared with the executor thread (its delegate) and the scheduler's sink.
+struct Shared {
+    errors: Mutex<Vec<Error>>,
+    epochs: Mutex<EpochTracker>,
+    scheduler: Mutex<Option<crossbeam_channel::Sender<SchedulerEvent>>>,
+}
+
+impl ExecutorDelegate for Shared {
+    fn horizon_reached(&self, task: TaskId) {
+        if let Some(epoch) = self.epochs.lock().horizon_reached(task) {
+            self.notify_epoch(epoch);
+        }
+    }
+
+    fn epoch_reached(&self, task: TaskId) {
+        let epoch = self.epochs.lock().epoch_reached(task);
+        self.notify_epoch(epoch);
+    }
+
+    fn async_error(&self, error: Error) {
+        tracing::error!("{error}");
+        self.errors.lock().push(error);
+    }
+}
+
+impl Shared {
+    fn notify_epoch(&self, epoch: TaskId) {
+        if let Some(scheduler) = self.scheduler.lock().as_ref() {
+            let _ = scheduler.send(SchedulerEvent::EpochReached(epoch));
+        }
+    }
+}
+
+/// Forwards the scheduler's batches to the executor and its errors to the runtime.
+struct ExecutorSink {
+    executor: crossbeam_channel::Sender<ExecutorMessage>,
+    executor_thread: std::thread::Thread,
+    shared: Arc<Shared>,
+}
+
+impl SchedulerSink for ExecutorSink {
+    fn batch(&mut self, (instructions, pilots): Batch) {
+        let _ = self
+            .executor
+            .send(ExecutorMessage::Submit(instructions, pilots));
+        self.executor_thread.unpark();
+    }
+
+    fn error(&mut self, error: Error) {
+        self.shared.async_error(error);
+    }
+}
+
+/// Forwards every created task to the scheduler thread.
+struct ForwardTasks(crossbeam_channel::Sender<SchedulerEvent>);
+
+impl TaskDelegate for ForwardTasks {
+    fn task_created(&mut self, task: &Arc<Task>) {
+        let _ = self.0.send(SchedulerEvent::Task(task.clone()));
+    }
+}
+
+/// A buffer as the runtime knows it.
+#[derive(Debug, Clone)]
+pub struct BufferInfo {
+    /// Dimensionality.
+    pub dims: usize,
+    /// Extent.
+    pub range: Range,
+    /// Bytes per element.
+    pub elem_size: usize,
+    /// Debug name.
+    pub name: Option<String>,
+}
+
+/// The runtime of one process.
+pub struct Runtime {
+    config: Config,
+    info: RuntimeInfo,
+    task_manager: TaskManager,
+    scheduler: SchedulerHandle,
+    executor: ExecutorHandle,
+    shared: Arc<Shared>,
+    buffers: IdMap<BufferId, BufferInfo>,
+    next_buffer: u64,
+    next_host_object: u64,
+    next_collective_group: u64,
+    next_reduction: u64,
+    next_user_allocation: u64,
+    pruned_up_to: TaskId,
+    live_host_objects: Vec<HostObjectId>,
+    failed: Option<Error>,
+    shut_down: bool,
+    /// Keeps MPI initialised (and finalises it last) when the runtime initialised it.
+    _mpi: Option<devices::MpiGuard>,
+}
+
+impl Runtime {
+    /// Starts a runtime with `config`: selects devices and communicator, starts the scheduler
+    /// and executor threads and creates the init epoch.
+    pub fn start(config: Config) -> Result<Self> {
+        let selection = devices::select(&config)?;
+        let info = RuntimeInfo {
+            node: selection.node.0 as u32,
+            num_nodes: selection.num_nodes as u32,
+            num_devices: selection.system.devices.len() as u32,
+            backend: selection.backend_kind,
+            dry_run: config.dry_run_nodes.is_some(),
+        };
+        let shared = Arc::new(Shared {
+            errors: Mutex::new(Vec::new()),
+            epochs: Mutex::new(EpochTracker::new()),
+            scheduler: Mutex::new(None),
+        });
+        let executor = match selection.execution {
+            devices::Execution::Live {
+                backend,
+                communicator,
+            } => ExecutorHandle::start(
+                backend,
+                communicator,
+                shared.clone(),
+                ExecutorConfig::default(),
+            )?,
+            devices::Execution::DryRun => ExecutorHandle::start_dry_run(shared.clone())?,
+        };
+        let cdag = CommandGraphGenerator::new(
+            selection.num_nodes,
+            selection.node,
+            CommandPolicies {
+                uninitialized_read: config.uninitialized_read,
+                overlapping_write: config.overlapping_write,
+            },
+        )?;
+        let policies = Policies {
+            uninitialized_read: config.uninitialized_read,
+            overlapping_write: config.overlapping_write,
+            ..Policies::default()
+        };
+        let idag = InstructionGraphGenerator::new(
+            selection.system.clone(),
+            selection.node,
+            selection.num_nodes,
+            policies,
+            None,
+        );
+        let sink = ExecutorSink {
+            executor: executor.sender(),
+            executor_thread: executor.thread_handle(),
+            shared: shared.clone(),
+        };
+        let scheduler = SchedulerHandle::start(cdag, idag, config.lookahead, Box::new(sink))?;
+        *shared.scheduler.lock() = Some(scheduler.sender());
+        let task_manager = TaskManager::new(
+            TaskManagerConfig {
+                num_collective_nodes: selection.num_nodes,
+                horizon_step: config.horizon_step,
+                horizon_max_parallelism: config.horizon_max_parallelism,
+                uninitialized_read: config.uninitialized_read,
+                record: config.print_graphs,
+            },
+            Some(Box::new(ForwardTasks(scheduler.sender()))),
+        );
+        Ok(Self {
+            config,
+            info,
+            task_manager,
+            scheduler,
+            executor,
+            shared,
+            buffers: IdMap::default(),
+            next_buffer: 0,
+            next_host_object: 0,
+            next_collective_group: CollectiveGroupId::FIRST_USER.0,
+            next_reduction: 1,
+            next_user_allocation: 1,
+            pruned_up_to: TaskId::INIT_EPOCH,
+            live_host_objects: Vec::new(),
+            failed: None,
+            shut_down: false,
+            _mpi: selection.mpi,
+        })
+    }
+
+    /// Node, node count, devices and backend.
+    pub fn info(&self) -> RuntimeInfo {
+        self.info
+    }
+
+    /// The configuration in effect.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Refuses work after a failure or after shutdown.
+    fn check_usable(&self) -> Result<()> {
+        if self.shut_down {
+            return Err(Error::invalid_state("the runtime has been shut down"));
+        }
+        if let Some(error) = &self.failed {
+            return Err(Error::invalid_state(format!(
+                "the runtime stopped accepting work after an earlier failure: {}",
+                error.message()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Takes the asynchronous errors reported so far; the first one makes the runtime failed.
+    fn take_async_error(&mut self) -> Result<()> {
+        let mut errors = self.shared.errors.lock();
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let first = errors.remove(0);
+        let more = errors.len();
+        errors.clear();
+        drop(errors);
+        let error = if more > 0 {
+            first.context(format!("{more} more error(s) were logged; the first"))
+        } else {
+            first
+        };
+        if self.failed.is_none() {
+            self.failed = Some(error.clone());
+        }
+        Err(error)
+    }
+
+    fn prune(&mut self) {
+        let epoch = self.shared.epochs.lock().latest_epoch_reached();
+        if epoch > self.pruned_up_to {
+            self.task_manager.prune_before_epoch(epoch);
+            self.pruned_up_to = epoch;
+        }
+    }
+
+    fn user_allocation(&mut self) -> AllocationId {
+        let id = AllocationId::new(MemoryId::USER, self.next_user_allocation);
+        self.next_user_allocation += 1;
+        id
+    }
+
+    /// Creates a buffer of `dims` dimensions; `host_init` (exactly range × elem_size bytes) is
+    /// copied before this returns.
+    pub fn create_buffer(
+        &mut self,
+        dims: usize,
+        range: Range,
+        elem_size: usize,
+        elem_align: usize,
+        host_init: Option<&[u8]>,
+    ) -> Result<BufferId> {
+        self.check_usable()?;
+        let bid = BufferId(self.next_buffer);
+        let user_allocation = host_init.map(|bytes| {
+            let allocation = self.user_allocation();
+            self.executor.send(ExecutorMessage::TrackUserAllocation(
+                allocation,
+                UserMemory::Owned(bytes.to_vec()),
+            ));
+            allocation
+        });
+        self.next_buffer += 1;
+        self.task_manager
+            .notify_buffer_created(bid, dims, range, host_init.is_some());
+        self.scheduler.send(SchedulerEvent::BufferCreated {
+            bid,
+            range,
+            elem_size,
+            elem_align,
+            user_allocation,
+        });
+        self.buffers.insert(
+            bid,
+            BufferInfo {
+                dims,
+                range,
+                elem_size,
+                name: None,
+            },
+        );
+        Ok(bid)
+    }
+
+    /// The buffer's metadata.
+    pub fn buffer(&self, bid: BufferId) -> Result<&BufferInfo> {
+        self.buffers
+            .get(&bid)
+            .ok_or_else(|| Error::invalid_state(format!("buffer {bid} does not exist")))
+    }
+
+    /// Sets a buffer's debug name.
+    pub fn set_buffer_name(&mut self, bid: BufferId, name: &str) -> Result<()> {
+        self.check_usable()?;
+        let info = self
+            .buffers
+            .get_mut(&bid)
+            .ok_or_else(|| Error::invalid_state(format!("buffer {bid} does not exist")))?;
+        info.name = Some(name.to_owned());
+        self.task_manager.notify_buffer_name_changed(bid, name);
+        self.scheduler
+            .send(SchedulerEvent::BufferNameChanged(bid, name.to_owned()));
+        Ok(())
+    }
+
+    /// Releases a buffer: it is freed after all work submitted on it.
+    pub fn release_buffer(&mut self, bid: BufferId) -> Result<()> {
+        self.buffers
+            .remove(&bid)
+            .ok_or_else(|| Error::invalid_state(format!("buffer {bid} does not exist")))?;
+        if self.shut_down {
+            return Ok(());
+        }
+        self.task_manager.notify_buffer_destroyed(bid);
+        self.scheduler.send(SchedulerEvent::BufferDestroyed(bid));
+        Ok(())
+    }
+
+    /// Registers a host object; `destroy` (if any) runs after its last side effect.
+    pub fn create_host_object(
+        &mut self,
+        instance: usize,
+        destroy: Option<Box<dyn FnOnce() + Send>>,
+    ) -> Result<HostObjectId> {
+        self.check_usable()?;
+        let id = HostObjectId(self.next_host_object);
+        self.next_host_object += 1;
+        self.executor.send(ExecutorMessage::TrackHostObject(
+            id,
+            HostObjectInstance { instance, destroy },
+        ));
+        self.task_manager.notify_host_object_created(id);
+        self.scheduler
+            .send(SchedulerEvent::HostObjectCreated(id, true));
+        self.live_host_objects.push(id);
+        Ok(id)
+    }
+
+    /// Releases a host object: its instance is destroyed after its last side effect.
+    pub fn release_host_object(&mut self, id: HostObjectId) -> Result<()> {
+        self.live_host_objects.retain(|h| *h != id);
+        if self.shut_down {
+            return Ok(());
+        }
+        self.task_manager.notify_host_object_destroyed(id);
+        self.scheduler.send(SchedulerEvent::HostObjectDestroyed(id));
+        Ok(())
+    }
+
+    /// A new collective group id (groups are cloned lazily by their first task).
+    pub fn create_collective_group(&mut self) -> Result<CollectiveGroupId> {
+        self.check_usable()?;
+        let id = CollectiveGroupId(self.next_collective_group);
+        self.next_collective_group += 1;
+        Ok(id)
+    }
+
+    /// The default collective group (the first user group, created on first use).
+    pub fn default_collective_group(&mut self) -> CollectiveGroupId {
+        if self.next_collective_group == CollectiveGroupId::FIRST_USER.0 {
+            self.next_collective_group += 1;
+        }
+        CollectiveGroupId::FIRST_USER
+    }
+
+    /// Registers a reduction operator and returns its id for `CommandGroup::reduction`.
+    pub fn register_reduction(&mut self, reducer: Arc<dyn Reducer>) -> Result<ReductionId> {
+        self.check_usable()?;
+        let id = ReductionId(self.next_reduction);
+        self.next_reduction += 1;
+        self.executor
+            .send(ExecutorMessage::TrackReducer(id, reducer));
+        Ok(id)
+    }
+
+    /// Submits a kernel or host task whose chunks run `launcher`.
+    pub fn submit(
+        &mut self,
+        spec: TaskSpec,
+        mut cg: CommandGroup,
+        launcher: Launcher,
+    ) -> Result<TaskId> {
+        self.check_usable()?;
+        self.prune();
+        cg.payload = Some(Arc::new(KernelPayload { launcher }));
+        self.task_manager.submit(spec, cg)
+    }
+
+    /// Fences `region` (None: all) of buffer `bid`: once the returned promise is fulfilled,
+    /// `dest` holds the region as dense row-major elements.
+    ///
+    /// # Safety
+    /// `dest` must be valid for writes of the region's area × elem_size bytes until the promise
+    /// is fulfilled.
+    pub unsafe fn fence_buffer(
+        &mut self,
+        bid: BufferId,
+        region: Option<Subrange>,
+        dest: *mut u8,
+    ) -> Result<Arc<Promise>> {
+        self.check_usable()?;
+        self.buffer(bid)?;
+        let promise = Promise::new();
+        let user_allocation = self.user_allocation();
+        self.executor.send(ExecutorMessage::TrackUserAllocation(
+            user_allocation,
+            UserMemory::Borrowed(dest as usize),
+        ));
+        let payload = BufferFencePayload {
+            user_allocation,
+            promise: Some(Arc::new(promise.clone())),
+        };
+        self.task_manager
+            .fence_buffer(bid, region, Some(Arc::new(payload)))?;
+        Ok(promise)
+    }
+
+    /// Fences a host object: the promise is fulfilled after its last side effect so far.
+    pub fn fence_host_object(&mut self, id: HostObjectId) -> Result<Arc<Promise>> {
+        self.check_usable()?;
+        let promise = Promise::new();
+        self.task_manager
+            .fence_host_object(id, Some(Arc::new(promise.clone())))?;
+        Ok(promise)
+    }
+
+    fn epoch(&mut self, action: EpochAction) -> Result<()> {
+        let promise = Promise::new();
+        self.task_manager
+            .epoch(action, Some(Arc::new(promise.clone())))?;
+        promise.wait(Duration::from_secs(10), |waited| {
+            tracing::warn!("still waiting for the {action:?} epoch after {waited:.0?}");
+        })?;
+        self.prune();
+        self.take_async_error()
+    }
+
+    /// Waits until all work submitted on this node has finished.
+    pub fn wait(&mut self) -> Result<()> {
+        self.check_usable()?;
+        self.epoch(EpochAction::None)
+    }
+
+    /// `wait` plus all nodes reached this point.
+    pub fn barrier(&mut self) -> Result<()> {
+        self.check_usable()?;
+        self.epoch(EpochAction::Barrier)
+    }
+
+    /// Hands all queued commands to the executor now.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_usable()?;
+        self.scheduler.send(SchedulerEvent::Flush);
+        Ok(())
+    }
+
+    /// Changes the scheduler's lookahead.
+    pub fn set_lookahead(&mut self, lookahead: Lookahead) -> Result<()> {
+        self.check_usable()?;
+        self.scheduler.send(SchedulerEvent::SetLookahead(lookahead));
+        Ok(())
+    }
+
+    /// Errors reported asynchronously so far (for a fence's wait).
+    pub fn check_async_errors(&mut self) -> Result<()> {
+        self.take_async_error()
+    }
+
+    /// The task graph (for printing).
+    pub fn task_manager(&self) -> &TaskManager {
+        &self.task_manager
+    }
+
+    /// Shuts down: the shutdown epoch, then the threads. Idempotent. Returns the first
+    /// asynchronous failure that no earlier call reported, or a problem found at shutdown.
+    pub fn shutdown(&mut self) -> Result<()> {
+        if self.shut_down {
+            return Ok(());
+        }
+        // Buffers and host objects the program did not release are released now, so the
+        // instruction graph frees every allocation before the shutdown epoch.
+        let buffers: Vec<BufferId> = self.buffers.keys().copied().collect();
+        for bid in buffers {
+            self.release_buffer(bid)?;
+        }
+        let host_objects: Vec<HostObjectId> = std::mem::take(&mut self.live_host_objects);
+        for id in host_objects {
+            self.release_host_object(id)?;
+        }
+        self.shut_down = true;
+        let epoch = self
+            .task_manager
+            .epoch(EpochAction::Shutdown, None)
+            .map(|_| ());
+        let executor_outcome = self.executor.join();
+        self.scheduler.join();
+        *self.shared.scheduler.lock() = None;
+        epoch?;
+        let pending = self.take_async_error();
+        executor_outcome?;
+        if self.failed.is_some() {
+            Ok(())
+        } else {
+            pending
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Err(error) = self.shutdown() {
+            tracing::error!("shutdown: {error}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

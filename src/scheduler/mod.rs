@@ -1,1 +1,291 @@
-//! The scheduler thread: runs command and instruction graph generation with lookahead.
+//! The scheduler thread: turns tasks into this node's commands and instructions and hands
+//! instruction batches to the executor (digest 1.2, 1.3).
+//!
+//! Protocol: the application thread sends [`SchedulerEvent`]s in program order. Buffer and
+//! host-object *creation* reach both generators at once, out of order with the lookahead queue,
+//! so that `anticipate` knows about them; everything else goes through the queue in order.
+//! Each task becomes commands (CDAG); each command is `anticipate`d and queued with its hint.
+//! Commands leave the queue, are compiled (IDAG) and handed over as a batch when:
+//! * lookahead is `None`;
+//! * the head is self-contained (allocates nothing a later command could merge with);
+//! * lookahead is `Auto` and two horizons were queued since the last command that could merge;
+//! * a flush is forced: a fence or epoch command, an explicit flush, a lookahead change, or a
+//!   buffer / host-object destruction (which must follow the work queued before it).
+//!
+//! Generation errors (e.g. an uninitialised read under policy `error`) are reported through the
+//! error sink and the offending task produces no work. The thread ends after it handed over the
+//! shutdown epoch's batch.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender, unbounded};
+
+use crate::command::{CommandGraphGenerator, CommandKind, CommandRef};
+use crate::error::{Error, Result};
+use crate::grid::Range;
+use crate::instruction::{Batch, InstructionGraphGenerator, SchedulingHint};
+use crate::runtime::config::Lookahead;
+use crate::task::{EpochAction, Task};
+use crate::types::{AllocationId, BufferId, HostObjectId, TaskId};
+
+/// Events from the application thread, in program order.
+pub enum SchedulerEvent {
+    /// A task of the task graph (including horizons, epochs and fences).
+    Task(Arc<Task>),
+    /// A new buffer; a host-initialised buffer names the user allocation holding its contents.
+    BufferCreated {
+        /// The buffer.
+        bid: BufferId,
+        /// Its extent.
+        range: Range,
+        /// Bytes per element.
+        elem_size: usize,
+        /// Alignment of elements.
+        elem_align: usize,
+        /// The user allocation with the initial contents, if host-initialised.
+        user_allocation: Option<AllocationId>,
+    },
+    /// A buffer's debug name.
+    BufferNameChanged(BufferId, String),
+    /// A buffer's last use has been submitted.
+    BufferDestroyed(BufferId),
+    /// A new host object (owned: the executor destroys its instance after its last use).
+    HostObjectCreated(HostObjectId, bool),
+    /// A host object's last use has been submitted.
+    HostObjectDestroyed(HostObjectId),
+    /// Change the lookahead (also flushes).
+    SetLookahead(Lookahead),
+    /// Compile everything queued now.
+    Flush,
+    /// The executor reached this epoch (effective epoch for pruning).
+    EpochReached(TaskId),
+}
+
+/// Where the scheduler delivers its output.
+pub trait SchedulerSink: Send {
+    /// A batch of instructions (topologically sorted) and pilots.
+    fn batch(&mut self, batch: Batch);
+    /// A generation error, reported at the next synchronising call.
+    fn error(&mut self, error: Error);
+}
+
+/// The application side of the scheduler thread.
+pub struct SchedulerHandle {
+    sender: Sender<SchedulerEvent>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SchedulerHandle {
+    /// Starts the scheduler thread over the two generators of this node.
+    pub fn start(
+        cdag: CommandGraphGenerator,
+        idag: InstructionGraphGenerator,
+        lookahead: Lookahead,
+        sink: Box<dyn SchedulerSink>,
+    ) -> Result<Self> {
+        let (sender, receiver) = unbounded();
+        let thread = std::thread::Builder::new()
+            .name("celerity-scheduler".into())
+            .spawn(move || Scheduler::new(cdag, idag, lookahead, sink).run(receiver))
+            .map_err(|e| Error::internal(format!("cannot start the scheduler thread: {e}")))?;
+        Ok(Self {
+            sender,
+            thread: Some(thread),
+        })
+    }
+
+    /// A sender for events (the task manager's delegate and the executor's epoch reports).
+    pub fn sender(&self) -> Sender<SchedulerEvent> {
+        self.sender.clone()
+    }
+
+    /// Sends an event to the scheduler thread.
+    pub fn send(&self, event: SchedulerEvent) {
+        // The scheduler only stops after the shutdown epoch, after which nothing is sent.
+        let _ = self.sender.send(event);
+    }
+
+    /// Waits for the scheduler thread to end (after the shutdown epoch).
+    pub fn join(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+enum Queued {
+    Command(CommandRef, SchedulingHint),
+    BufferDestroyed(BufferId),
+    BufferNameChanged(BufferId, String),
+    HostObjectDestroyed(HostObjectId),
+}
+
+/// The scheduler's state (also usable without a thread, for tests).
+pub struct Scheduler {
+    cdag: CommandGraphGenerator,
+    idag: InstructionGraphGenerator,
+    lookahead: Lookahead,
+    sink: Box<dyn SchedulerSink>,
+    queue: VecDeque<Queued>,
+    /// Horizon commands queued after the last command that could merge with later ones.
+    horizons_since_mergeable: usize,
+    shutdown: bool,
+}
+
+impl Scheduler {
+    /// A scheduler over the two generators.
+    pub fn new(
+        cdag: CommandGraphGenerator,
+        idag: InstructionGraphGenerator,
+        lookahead: Lookahead,
+        sink: Box<dyn SchedulerSink>,
+    ) -> Self {
+        Self {
+            cdag,
+            idag,
+            lookahead,
+            sink,
+            queue: VecDeque::new(),
+            horizons_since_mergeable: 0,
+            shutdown: false,
+        }
+    }
+
+    fn run(mut self, receiver: Receiver<SchedulerEvent>) {
+        while let Ok(event) = receiver.recv() {
+            self.handle(event);
+            if self.shutdown {
+                break;
+            }
+        }
+    }
+
+    /// Processes one event.
+    pub fn handle(&mut self, event: SchedulerEvent) {
+        match event {
+            SchedulerEvent::Task(task) => self.task(&task),
+            SchedulerEvent::BufferCreated {
+                bid,
+                range,
+                elem_size,
+                elem_align,
+                user_allocation,
+            } => {
+                self.cdag
+                    .notify_buffer_created(bid, range, user_allocation.is_some());
+                self.idag
+                    .notify_buffer_created(bid, range, elem_size, elem_align, user_allocation);
+            }
+            SchedulerEvent::BufferNameChanged(bid, name) => {
+                self.queue.push_back(Queued::BufferNameChanged(bid, name))
+            }
+            SchedulerEvent::BufferDestroyed(bid) => {
+                self.queue.push_back(Queued::BufferDestroyed(bid));
+                self.drain();
+            }
+            SchedulerEvent::HostObjectCreated(hoid, owned) => {
+                self.cdag.notify_host_object_created(hoid);
+                self.idag.notify_host_object_created(hoid, owned);
+            }
+            SchedulerEvent::HostObjectDestroyed(hoid) => {
+                self.queue.push_back(Queued::HostObjectDestroyed(hoid));
+                self.drain();
+            }
+            SchedulerEvent::SetLookahead(lookahead) => {
+                self.lookahead = lookahead;
+                self.drain();
+            }
+            SchedulerEvent::Flush => self.drain(),
+            SchedulerEvent::EpochReached(epoch) => self.idag.prune_before_epoch(epoch),
+        }
+    }
+
+    fn task(&mut self, task: &Arc<Task>) {
+        let commands = match self.cdag.build_task(task) {
+            Ok(commands) => commands,
+            Err(error) => {
+                self.sink
+                    .error(error.context(format!("task {}", task.label())));
+                return;
+            }
+        };
+        let mut force_flush = false;
+        for command in commands {
+            let hint = if self.lookahead == Lookahead::None {
+                SchedulingHint::IsSelfContained
+            } else {
+                self.idag.anticipate(&command)
+            };
+            match command.kind() {
+                CommandKind::Horizon { .. } => self.horizons_since_mergeable += 1,
+                CommandKind::Epoch { .. } | CommandKind::Fence => force_flush = true,
+                _ if hint == SchedulingHint::CouldMergeWithFutureCommands => {
+                    self.horizons_since_mergeable = 0
+                }
+                _ => {}
+            }
+            self.queue.push_back(Queued::Command(command, hint));
+        }
+        if force_flush || self.lookahead == Lookahead::None {
+            self.drain();
+        } else {
+            self.dequeue_ready();
+        }
+        if task.epoch_action() == Some(EpochAction::Shutdown) {
+            self.drain();
+            self.shutdown = true;
+        }
+    }
+
+    /// Compiles queued commands from the head for as long as the lookahead rules allow.
+    fn dequeue_ready(&mut self) {
+        let flush_all = self.lookahead == Lookahead::Auto && self.horizons_since_mergeable >= 2;
+        if flush_all {
+            self.drain();
+            return;
+        }
+        while let Some(Queued::Command(_, SchedulingHint::IsSelfContained)) = self.queue.front() {
+            let head = self.queue.pop_front().expect("non-empty");
+            self.compile(head);
+        }
+    }
+
+    /// Compiles everything queued.
+    fn drain(&mut self) {
+        while let Some(head) = self.queue.pop_front() {
+            self.compile(head);
+        }
+        self.horizons_since_mergeable = 0;
+    }
+
+    fn compile(&mut self, queued: Queued) {
+        let batch = match queued {
+            Queued::Command(command, _) => match self.idag.compile(&command) {
+                Ok(batch) => batch,
+                Err(error) => {
+                    self.sink
+                        .error(error.context(format!("task {}", command.task().label())));
+                    return;
+                }
+            },
+            Queued::BufferDestroyed(bid) => {
+                self.cdag.notify_buffer_destroyed(bid);
+                self.idag.notify_buffer_destroyed(bid)
+            }
+            Queued::BufferNameChanged(bid, name) => {
+                self.cdag.notify_buffer_name_changed(bid, &name);
+                self.idag.notify_buffer_name_changed(bid, &name);
+                return;
+            }
+            Queued::HostObjectDestroyed(hoid) => {
+                self.cdag.notify_host_object_destroyed(hoid);
+                self.idag.notify_host_object_destroyed(hoid)
+            }
+        };
+        if !batch.0.is_empty() || !batch.1.is_empty() {
+            self.sink.batch(batch);
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! The dry-run executor (`dry_run_nodes=N`, digest 6.7): the runtime builds every graph for node 0
+//! of N nodes but executes nothing. Epochs and horizons are reported (so pruning and `wait` work),
+//! fences are fulfilled without data (with a warning) and owned host objects are destroyed at
+//! their last use; everything else is dropped.
+
+use std::sync::Arc;
+
+use crossbeam_channel::Receiver;
+
+use super::live::{ExecutorDelegate, ExecutorMessage};
+use super::payload::{HostObjectInstance, promise_of};
+use crate::error::Result;
+use crate::instruction::InstructionKind;
+use crate::task::EpochAction;
+use crate::types::{HostObjectId, IdMap};
+
+/// Runs the dry-run loop until the shutdown epoch arrives.
+pub(super) fn run(
+    receiver: Receiver<ExecutorMessage>,
+    delegate: Arc<dyn ExecutorDelegate>,
+) -> Result<()> {
+    let mut host_objects: IdMap<HostObjectId, HostObjectInstance> = IdMap::default();
+    let mut warned_about_fences = false;
+    while let Ok(message) = receiver.recv() {
+        let ExecutorMessage::Submit(instructions, _pilots) = message else {
+            if let ExecutorMessage::TrackHostObject(id, instance) = message {
+                host_objects.insert(id, instance);
+            }
+            continue;
+        };
+        for instruction in instructions {
+            match instruction.kind() {
+                InstructionKind::Horizon { task, .. } => delegate.horizon_reached(*task),
+                InstructionKind::Epoch { task, action, .. } => {
+                    delegate.epoch_reached(task.id());
+                    if let Some(promise) = promise_of(task) {
+                        promise.fulfill(Ok(()));
+                    }
+                    if *action == EpochAction::Shutdown {
+                        return Ok(());
+                    }
+                }
+                InstructionKind::Fence { task } => {
+                    if !warned_about_fences {
+                        tracing::warn!(
+                            "dry run: fences return no data (first: task {})",
+                            task.label()
+                        );
+                        warned_about_fences = true;
+                    }
+                    if let Some(promise) = promise_of(task) {
+                        promise.fulfill(Ok(()));
+                    }
+                }
+                InstructionKind::DestroyHostObject { host_object } => {
+                    host_objects.remove(host_object);
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}

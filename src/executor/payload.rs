@@ -1,0 +1,141 @@
+//! What the runtime attaches to tasks (their payload) and registers with the executor: kernel
+//! launchers, promises of fences and epochs, reducers, host-object instances and user memory.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::backend::interface::Launcher;
+use crate::error::{Error, Result};
+use crate::instruction::BufferFencePayload;
+use crate::task::Task;
+
+/// The payload of kernel and host tasks: what runs each chunk.
+pub struct KernelPayload {
+    /// Runs one chunk.
+    pub launcher: Launcher,
+}
+
+/// A one-shot promise that fences and epochs fulfil and the application thread waits on.
+#[derive(Default)]
+pub struct Promise {
+    fulfilled: Mutex<Option<Result<()>>>,
+    ready: Condvar,
+}
+
+impl Promise {
+    /// A new, unfulfilled promise.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Fulfils the promise (successfully or with the error that prevents its result). Only the
+    /// first fulfilment counts.
+    pub fn fulfill(&self, outcome: Result<()>) {
+        let mut fulfilled = self.fulfilled.lock();
+        if fulfilled.is_none() {
+            *fulfilled = Some(outcome);
+            self.ready.notify_all();
+        }
+    }
+
+    /// Whether the promise has been fulfilled.
+    pub fn is_ready(&self) -> bool {
+        self.fulfilled.lock().is_some()
+    }
+
+    /// Blocks until fulfilled; returns the outcome. `on_slow` is called after every `warn_after`
+    /// of waiting (for diagnostics).
+    pub fn wait(&self, warn_after: Duration, mut on_slow: impl FnMut(Duration)) -> Result<()> {
+        let start = Instant::now();
+        let mut fulfilled = self.fulfilled.lock();
+        loop {
+            if let Some(outcome) = fulfilled.as_ref() {
+                return outcome.clone();
+            }
+            if self.ready.wait_for(&mut fulfilled, warn_after).timed_out() && fulfilled.is_none() {
+                on_slow(start.elapsed());
+            }
+        }
+    }
+}
+
+/// The promise a fence or epoch task carries, if any.
+pub fn promise_of(task: &Task) -> Option<Arc<Promise>> {
+    let payload: &(dyn Any + Send + Sync) = task.payload()?.as_ref();
+    if let Some(promise) = payload.downcast_ref::<Arc<Promise>>() {
+        return Some(promise.clone());
+    }
+    let fence = payload.downcast_ref::<BufferFencePayload>()?;
+    fence
+        .promise
+        .as_ref()?
+        .downcast_ref::<Arc<Promise>>()
+        .cloned()
+}
+
+/// The launcher a kernel or host task carries.
+pub fn launcher_of(task: &Task) -> Result<Launcher> {
+    task.payload()
+        .and_then(|p| p.downcast_ref::<KernelPayload>())
+        .map(|p| p.launcher.clone())
+        .ok_or_else(|| Error::internal(format!("task {} carries no kernel launcher", task.id())))
+}
+
+/// Combines the partial results of one reduction (digest 5.10). Pointers are host pointers to
+/// elements of [`Reducer::elem_size`] bytes.
+pub trait Reducer: Send + Sync {
+    /// Bytes per element.
+    fn elem_size(&self) -> usize;
+
+    /// Writes the identity into `count` consecutive elements at `dest`.
+    ///
+    /// # Safety
+    /// `dest` must be valid for writes of `count` elements.
+    unsafe fn fill_identity(&self, dest: *mut u8, count: usize);
+
+    /// Writes the combination of the `count` consecutive elements at `source` to `dest`.
+    ///
+    /// # Safety
+    /// `source` must be valid for reads of `count` elements and `dest` for writing one element;
+    /// they must not overlap.
+    unsafe fn reduce(&self, dest: *mut u8, source: *const u8, count: usize);
+}
+
+/// A host object's instance as the executor holds it: the address handed to host tasks and what
+/// destroys it (run once, on the executor thread, after its last side effect).
+pub struct HostObjectInstance {
+    /// The instance pointer passed to tasks.
+    pub instance: usize,
+    /// Destroys the instance; `None` when the runtime does not own it.
+    pub destroy: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Drop for HostObjectInstance {
+    fn drop(&mut self) {
+        if let Some(destroy) = self.destroy.take() {
+            destroy();
+        }
+    }
+}
+
+/// Memory of a user allocation (memory 0): either bytes the runtime copied and owns (a
+/// host-initialised buffer's contents) or a pointer the program lends until a fence completes.
+pub enum UserMemory {
+    /// Owned by the executor until the allocation becomes garbage.
+    Owned(Vec<u8>),
+    /// Borrowed from the program (a fence destination).
+    Borrowed(usize),
+}
+
+impl UserMemory {
+    /// The address of the first byte.
+    pub fn address(&mut self) -> usize {
+        match self {
+            UserMemory::Owned(bytes) => bytes.as_mut_ptr() as usize,
+            UserMemory::Borrowed(address) => *address,
+        }
+    }
+}

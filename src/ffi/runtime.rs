@@ -1,0 +1,219 @@
+//! `celerity_runtime_*`: the process-wide runtime and the thread rule of API.md.
+//!
+//! One runtime per process. Every call except the status, version, error-message, config and
+//! future functions must come from the thread that called `celerity_runtime_init`; others get
+//! `CELERITY_ERROR_INVALID_STATE`. Calls before init or after shutdown are `INVALID_STATE` too. A
+//! process cannot re-initialise after shutdown (MPI cannot be initialised twice).
+
+use std::ffi::c_char;
+use std::thread::ThreadId;
+
+use parking_lot::Mutex;
+
+use super::boundary::{self, OutPtr};
+use super::config::{self, celerity_config};
+use super::kernel::{CELERITY_BACKEND_CUDA, CELERITY_BACKEND_HOST, celerity_backend};
+use super::status::celerity_status;
+use crate::error::{Error, Result};
+use crate::runtime::config::{ConfigBuilder, LogLevel};
+use crate::runtime::{BackendKind, Runtime};
+
+enum Slot {
+    Uninitialized,
+    Running {
+        runtime: Box<Runtime>,
+        thread: ThreadId,
+    },
+    ShutDown,
+}
+
+static RUNTIME: Mutex<Slot> = Mutex::new(Slot::Uninitialized);
+
+/// The runtime's thread, checked before taking the runtime lock: a kernel or callback that calls
+/// back into celerity from a worker thread while the application thread holds the lock (waiting
+/// in `celerity_wait`, say) is refused at once instead of deadlocking.
+static RUNTIME_THREAD: Mutex<Option<ThreadId>> = Mutex::new(None);
+
+fn wrong_thread(owner: ThreadId) -> Error {
+    Error::invalid_state(format!(
+        "called from thread {:?}, but the runtime belongs to thread {owner:?} that called celerity_runtime_init",
+        std::thread::current().id()
+    ))
+}
+
+/// Runs `f` on the runtime after checking that it is running and that this is its thread.
+pub(crate) fn with_runtime<T>(f: impl FnOnce(&mut Runtime) -> Result<T>) -> Result<T> {
+    if let Some(owner) = *RUNTIME_THREAD.lock()
+        && owner != std::thread::current().id()
+    {
+        return Err(wrong_thread(owner));
+    }
+    let mut slot = RUNTIME.lock();
+    match &mut *slot {
+        Slot::Uninitialized => Err(Error::invalid_state(
+            "the runtime is not initialised (call celerity_runtime_init first)",
+        )),
+        Slot::ShutDown => Err(Error::invalid_state("the runtime has been shut down")),
+        Slot::Running { runtime, thread } => {
+            if *thread != std::thread::current().id() {
+                return Err(wrong_thread(*thread));
+            }
+            f(runtime)
+        }
+    }
+}
+
+/// Whether the calling thread owns the running runtime (for the any-thread future functions).
+pub(crate) fn is_runtime_thread() -> bool {
+    matches!(&*RUNTIME.lock(), Slot::Running { thread, .. } if *thread == std::thread::current().id())
+}
+
+fn install_logging(level: LogLevel) {
+    use tracing_subscriber::filter::LevelFilter;
+    let filter = match level {
+        LogLevel::Trace => LevelFilter::TRACE,
+        LogLevel::Debug => LevelFilter::DEBUG,
+        LogLevel::Info => LevelFilter::INFO,
+        LogLevel::Warn => LevelFilter::WARN,
+        LogLevel::Err => LevelFilter::ERROR,
+        LogLevel::Off => LevelFilter::OFF,
+    };
+    // A program (or an earlier runtime) may have installed a subscriber already; keep it.
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+/// What `celerity_runtime_get_info` reports.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct celerity_runtime_info {
+    /// This process's rank (node id).
+    pub node: u32,
+    /// Number of processes, or of simulated nodes in a dry run.
+    pub num_nodes: u32,
+    /// Local devices in use.
+    pub num_devices: u32,
+    /// Which backend runs kernels.
+    pub backend: celerity_backend,
+    /// Whether this is a dry run (`dry_run_nodes`): nothing is executed.
+    pub dry_run: bool,
+}
+
+/// Starts the runtime: reads the configuration (`cfg`, which wins, then `CELERITY_*` environment
+/// variables), initialises MPI when started by an MPI launcher (with `MPI_THREAD_MULTIPLE`,
+/// unless the program did), selects devices, starts the scheduler and executor threads. The
+/// calling thread becomes the runtime's thread. `argc`/`argv` may be NULL; they are not modified.
+///
+/// Errors: a second init, or init after shutdown → `CELERITY_ERROR_INVALID_STATE`; a malformed
+/// environment variable → `CELERITY_ERROR_INVALID_ARGUMENT`; `devices=cuda` without a usable CUDA
+/// driver → `CELERITY_ERROR_UNSUPPORTED`; MPI failures → `CELERITY_ERROR_COMMUNICATION`.
+#[unsafe(no_mangle)]
+pub extern "C" fn celerity_runtime_init(
+    argc: *mut std::ffi::c_int,
+    argv: *mut *mut *mut c_char,
+    cfg: *const celerity_config,
+) -> celerity_status {
+    let _ = (argc, argv);
+    boundary::call("celerity_runtime_init", || {
+        if let Some(owner) = *RUNTIME_THREAD.lock()
+            && owner != std::thread::current().id()
+        {
+            return Err(Error::invalid_state(
+                "the runtime is already initialised (by another thread)",
+            ));
+        }
+        let mut slot = RUNTIME.lock();
+        match &*slot {
+            Slot::Running { .. } => {
+                return Err(Error::invalid_state("the runtime is already initialised"));
+            }
+            Slot::ShutDown => {
+                return Err(Error::invalid_state(
+                    "the runtime was shut down and cannot be initialised again in this process",
+                ));
+            }
+            Slot::Uninitialized => {}
+        }
+        let builder = if cfg.is_null() {
+            ConfigBuilder::default()
+        } else {
+            config::snapshot(cfg, "cfg")?
+        };
+        let (configuration, warnings) = builder.build(std::env::vars())?;
+        install_logging(configuration.log_level);
+        for warning in warnings {
+            tracing::warn!("{warning}");
+        }
+        let runtime = Runtime::start(configuration)?;
+        *slot = Slot::Running {
+            runtime: Box::new(runtime),
+            thread: std::thread::current().id(),
+        };
+        *RUNTIME_THREAD.lock() = Some(std::thread::current().id());
+        Ok(())
+    })
+}
+
+/// Shuts the runtime down: waits for all submitted work, releases buffers and host objects the
+/// program did not release (destroying owned instances, running drop callbacks), stops the
+/// threads, frees everything and finalises MPI if the runtime initialised it. Idempotent: a second
+/// call returns `CELERITY_OK`. Reports an asynchronous failure no earlier call reported.
+///
+/// Errors: before init or from another thread → `CELERITY_ERROR_INVALID_STATE`.
+#[unsafe(no_mangle)]
+pub extern "C" fn celerity_runtime_shutdown() -> celerity_status {
+    boundary::call("celerity_runtime_shutdown", || {
+        if let Some(owner) = *RUNTIME_THREAD.lock()
+            && owner != std::thread::current().id()
+        {
+            return Err(wrong_thread(owner));
+        }
+        let mut slot = RUNTIME.lock();
+        match &mut *slot {
+            Slot::Uninitialized => Err(Error::invalid_state("the runtime is not initialised")),
+            Slot::ShutDown => Ok(()),
+            Slot::Running { runtime, thread } => {
+                if *thread != std::thread::current().id() {
+                    return Err(Error::invalid_state(
+                        "celerity_runtime_shutdown must be called from the thread that called celerity_runtime_init",
+                    ));
+                }
+                let outcome = runtime.shutdown();
+                let Slot::Running { runtime, .. } = std::mem::replace(&mut *slot, Slot::ShutDown)
+                else {
+                    unreachable!("checked above")
+                };
+                drop(slot);
+                // Drop outside the lock: dropping finalises MPI and joins nothing further.
+                drop(runtime);
+                outcome
+            }
+        }
+    })
+}
+
+/// Writes node, node count, device count, backend and dry-run flag to `*out`.
+///
+/// Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; not running or another thread →
+/// `CELERITY_ERROR_INVALID_STATE`.
+#[unsafe(no_mangle)]
+pub extern "C" fn celerity_runtime_get_info(out: *mut celerity_runtime_info) -> celerity_status {
+    boundary::call("celerity_runtime_get_info", || {
+        let out = OutPtr::new(out, "out")?;
+        let info = with_runtime(|rt| Ok(rt.info()))?;
+        out.write(celerity_runtime_info {
+            node: info.node,
+            num_nodes: info.num_nodes,
+            num_devices: info.num_devices,
+            backend: match info.backend {
+                BackendKind::Host => CELERITY_BACKEND_HOST,
+                BackendKind::Cuda => CELERITY_BACKEND_CUDA,
+            },
+            dry_run: info.dry_run,
+        });
+        Ok(())
+    })
+}

@@ -1,0 +1,455 @@
+//! The whole pipeline on one process: task manager → scheduler (CDAG, IDAG) → executor on the
+//! host backend with emulated devices, checked against serial computations.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::Runtime;
+use super::config::{Config, DeviceSelection, Lookahead};
+use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
+use crate::executor::builtin_reducers::{BuiltinOp, BuiltinReducer};
+use crate::grid::{GridBox, Id, Range};
+use crate::task::{AccessMode, CommandGroup, RangeMapper, TaskSpec};
+
+fn config(devices: u32, peer_copies: bool, lookahead: Lookahead) -> Config {
+    Config {
+        devices: DeviceSelection::Host(devices),
+        host_device_peer_copies: peer_copies,
+        lookahead,
+        ..Config::default()
+    }
+}
+
+fn configurations() -> Vec<Config> {
+    vec![
+        config(1, true, Lookahead::Auto),
+        config(4, true, Lookahead::Auto),
+        config(4, false, Lookahead::None),
+        config(3, true, Lookahead::Infinite),
+    ]
+}
+
+/// Address of element `i` (1-D) of accessor `a`.
+fn element(inv: &KernelInvocation, a: usize, i: [usize; 3]) -> *mut f64 {
+    let acc = inv.accessors[a];
+    let (o, r) = (acc.allocated_box.min().0, acc.allocated_box.range().0);
+    let linear = ((i[0] - o[0]) * r[1] + (i[1] - o[1])) * r[2] + (i[2] - o[2]);
+    // SAFETY: callers only ask for elements inside the accessor's allocation.
+    unsafe { (acc.base.0 as *mut f64).add(linear) }
+}
+
+fn for_each(chunk: &GridBox, mut f: impl FnMut([usize; 3])) {
+    let (min, max) = (chunk.min().0, chunk.max().0);
+    for i in min[0]..max[0] {
+        for j in min[1]..max[1] {
+            for k in min[2]..max[2] {
+                f([i, j, k]);
+            }
+        }
+    }
+}
+
+fn launcher(f: impl Fn(&KernelInvocation) + Send + Sync + 'static) -> Launcher {
+    Arc::new(move |inv: &KernelInvocation, _: &LaunchEnvironment| {
+        f(inv);
+        Ok(())
+    })
+}
+
+fn fence_all(rt: &mut Runtime, bid: crate::types::BufferId, elements: usize) -> Vec<f64> {
+    let mut out = vec![0.0f64; elements];
+    // SAFETY: `out` holds the whole buffer and outlives the wait below.
+    let promise = unsafe { rt.fence_buffer(bid, None, out.as_mut_ptr().cast()) }.unwrap();
+    promise
+        .wait(std::time::Duration::from_secs(5), |_| {})
+        .unwrap();
+    out
+}
+
+#[test]
+fn a_2d_stencil_over_100_steps_matches_the_serial_computation_in_every_configuration() {
+    let (n, m, steps) = (24usize, 20usize, 100);
+    let initial: Vec<f64> = (0..n * m).map(|i| ((i * 7) % 13) as f64).collect();
+    // Serial reference: 5-point average, clamped at the border.
+    let mut expected = initial.clone();
+    for _ in 0..steps {
+        let old = expected.clone();
+        for i in 0..n {
+            for j in 0..m {
+                let at = |a: isize, b: isize| {
+                    let (a, b) = (
+                        a.clamp(0, n as isize - 1) as usize,
+                        b.clamp(0, m as isize - 1) as usize,
+                    );
+                    old[a * m + b]
+                };
+                let (ii, jj) = (i as isize, j as isize);
+                expected[i * m + j] = (at(ii, jj)
+                    + at(ii - 1, jj)
+                    + at(ii + 1, jj)
+                    + at(ii, jj - 1)
+                    + at(ii, jj + 1))
+                    / 5.0;
+            }
+        }
+    }
+    for cfg in configurations() {
+        let label = format!("{:?}", cfg.devices);
+        let mut rt = Runtime::start(cfg).unwrap();
+        let range = Range::new(n, m, 1);
+        let bytes: Vec<u8> = initial.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let mut a = rt.create_buffer(2, range, 8, 8, Some(&bytes)).unwrap();
+        let mut b = rt.create_buffer(2, range, 8, 8, None).unwrap();
+        for _ in 0..steps {
+            let cg = CommandGroup::new()
+                .access(
+                    a,
+                    AccessMode::Read,
+                    RangeMapper::NeighborhoodAlongAxes([1, 1, 0]),
+                )
+                .access(b, AccessMode::DiscardWrite, RangeMapper::OneToOne)
+                .hint_split_2d();
+            let kernel = launcher(move |inv| {
+                for_each(&inv.chunk, |[i, j, _]| {
+                    let at = |a: isize, b: isize| {
+                        let (a, b) = (
+                            a.clamp(0, n as isize - 1) as usize,
+                            b.clamp(0, m as isize - 1) as usize,
+                        );
+                        // SAFETY: the neighbourhood mapper made these elements part of the accessor.
+                        unsafe { *element(inv, 0, [a, b, 0]) }
+                    };
+                    let (ii, jj) = (i as isize, j as isize);
+                    let v = (at(ii, jj)
+                        + at(ii - 1, jj)
+                        + at(ii + 1, jj)
+                        + at(ii, jj - 1)
+                        + at(ii, jj + 1))
+                        / 5.0;
+                    // SAFETY: one_to_one covers the chunk.
+                    unsafe { *element(inv, 1, [i, j, 0]) = v };
+                });
+            });
+            rt.submit(
+                TaskSpec::DeviceKernel {
+                    dims: 2,
+                    range,
+                    offset: Id::default(),
+                },
+                cg,
+                kernel,
+            )
+            .unwrap();
+            std::mem::swap(&mut a, &mut b);
+        }
+        let result = fence_all(&mut rt, a, n * m);
+        for (i, (got, want)) in result.iter().zip(&expected).enumerate() {
+            assert!(
+                (got - want).abs() < 1e-12,
+                "{label}: element {i}: {got} != {want}"
+            );
+        }
+        rt.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn reductions_combine_every_chunk_and_the_previous_value() {
+    for cfg in configurations() {
+        let label = format!("{:?}", cfg.devices);
+        let mut rt = Runtime::start(cfg).unwrap();
+        let n = 1000usize;
+        let data: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let input = rt
+            .create_buffer(1, Range::new(n, 1, 1), 8, 8, Some(&bytes))
+            .unwrap();
+        let sum = rt
+            .create_buffer(0, Range::ONE, 8, 8, Some(&10.0f64.to_ne_bytes()))
+            .unwrap();
+        let rid = rt
+            .register_reduction(Arc::new(BuiltinReducer::<f64>::new(BuiltinOp::Sum)))
+            .unwrap();
+        let cg = CommandGroup::new()
+            .access(input, AccessMode::Read, RangeMapper::OneToOne)
+            .reduction(rid, sum, false);
+        let kernel = launcher(move |inv| {
+            let mut partial = 0.0;
+            // SAFETY: one_to_one covers the chunk.
+            for_each(&inv.chunk, |i| partial += unsafe { *element(inv, 0, i) });
+            // SAFETY: the reduction slot is one f64 pre-set to the identity.
+            unsafe { *(inv.reductions[0].0 as *mut f64) += partial };
+        });
+        rt.submit(
+            TaskSpec::DeviceKernel {
+                dims: 1,
+                range: Range::new(n, 1, 1),
+                offset: Id::default(),
+            },
+            cg,
+            kernel,
+        )
+        .unwrap();
+        let result = fence_all(&mut rt, sum, 1);
+        assert_eq!(result[0], 10.0 + (0..n).sum::<usize>() as f64, "{label}");
+        rt.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn host_tasks_side_effects_and_host_object_destruction() {
+    let destroyed = Arc::new(AtomicUsize::new(0));
+    let mut rt = Runtime::start(config(2, true, Lookahead::Auto)).unwrap();
+    let log = Box::into_raw(Box::new(parking_lot::Mutex::new(Vec::<usize>::new())));
+    let counter = destroyed.clone();
+    let address = log as usize;
+    let object = rt
+        .create_host_object(
+            address,
+            Some(Box::new(move || {
+                // SAFETY: created by Box::into_raw above and destroyed exactly once, here.
+                drop(unsafe { Box::from_raw(address as *mut parking_lot::Mutex<Vec<usize>>) });
+                counter.fetch_add(1, Ordering::SeqCst);
+            })),
+        )
+        .unwrap();
+    for step in 0..5usize {
+        let cg = CommandGroup::new().side_effect(object);
+        let task = launcher(move |inv| {
+            // SAFETY: the instance is the mutex created above, alive until destroyed.
+            let log = unsafe { &*(inv.host_objects[0].0 as *const parking_lot::Mutex<Vec<usize>>) };
+            log.lock().push(step);
+        });
+        rt.submit(TaskSpec::MasterNode, cg, task).unwrap();
+    }
+    let promise = rt.fence_host_object(object).unwrap();
+    promise
+        .wait(std::time::Duration::from_secs(5), |_| {})
+        .unwrap();
+    // SAFETY: the fence guarantees all side effects ran; the object is alive until released.
+    assert_eq!(*unsafe { &*log }.lock(), vec![0, 1, 2, 3, 4]);
+    rt.release_host_object(object).unwrap();
+    rt.wait().unwrap();
+    assert_eq!(destroyed.load(Ordering::SeqCst), 1);
+    rt.shutdown().unwrap();
+    assert_eq!(destroyed.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_failing_kernel_is_reported_at_the_next_wait_and_the_runtime_refuses_work() {
+    let mut rt = Runtime::start(config(2, true, Lookahead::Auto)).unwrap();
+    let buffer = rt
+        .create_buffer(1, Range::new(64, 1, 1), 4, 4, None)
+        .unwrap();
+    let failing: Launcher = Arc::new(|_: &KernelInvocation, _: &LaunchEnvironment| {
+        Err(crate::Error::new(
+            crate::ErrorKind::TaskFailed,
+            "kernel returned 7",
+        ))
+    });
+    let cg = CommandGroup::new()
+        .access(buffer, AccessMode::DiscardWrite, RangeMapper::OneToOne)
+        .name("exploding");
+    rt.submit(
+        TaskSpec::DeviceKernel {
+            dims: 1,
+            range: Range::new(64, 1, 1),
+            offset: Id::default(),
+        },
+        cg,
+        failing,
+    )
+    .unwrap();
+    let error = rt.wait().unwrap_err();
+    assert_eq!(error.kind(), crate::ErrorKind::TaskFailed);
+    assert!(error.message().contains("exploding"), "{}", error.message());
+    assert!(
+        error.message().contains("kernel returned 7"),
+        "{}",
+        error.message()
+    );
+    let refused = rt
+        .create_buffer(1, Range::new(4, 1, 1), 4, 4, None)
+        .unwrap_err();
+    assert_eq!(refused.kind(), crate::ErrorKind::InvalidState);
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn many_small_tasks_keep_the_graphs_bounded() {
+    let mut rt = Runtime::start(config(2, true, Lookahead::Auto)).unwrap();
+    let buffer = rt
+        .create_buffer(1, Range::new(16, 1, 1), 8, 8, Some(&[0u8; 128]))
+        .unwrap();
+    for _ in 0..2000 {
+        let cg = CommandGroup::new().access(buffer, AccessMode::ReadWrite, RangeMapper::OneToOne);
+        let kernel = launcher(|inv| {
+            // SAFETY: one_to_one covers the chunk.
+            for_each(&inv.chunk, |i| unsafe { *element(inv, 0, i) += 1.0 });
+        });
+        rt.submit(
+            TaskSpec::DeviceKernel {
+                dims: 1,
+                range: Range::new(16, 1, 1),
+                offset: Id::default(),
+            },
+            cg,
+            kernel,
+        )
+        .unwrap();
+    }
+    let result = fence_all(&mut rt, buffer, 16);
+    assert!(result.iter().all(|&v| v == 2000.0), "{result:?}");
+    rt.wait().unwrap();
+    assert!(
+        rt.task_manager().num_live_tasks() < 50,
+        "{} live tasks",
+        rt.task_manager().num_live_tasks()
+    );
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn buffer_fences_of_subranges_and_0d_buffers_return_exact_snapshots() {
+    for cfg in configurations() {
+        let mut rt = Runtime::start(cfg).unwrap();
+        let (n, m) = (10usize, 12usize);
+        let grid = rt
+            .create_buffer(2, Range::new(n, m, 1), 8, 8, None)
+            .unwrap();
+        let cg = CommandGroup::new().access(grid, AccessMode::DiscardWrite, RangeMapper::OneToOne);
+        let kernel = launcher(move |inv| {
+            // SAFETY: one_to_one covers the chunk.
+            for_each(&inv.chunk, |[i, j, _]| unsafe {
+                *element(inv, 0, [i, j, 0]) = (i * 100 + j) as f64
+            });
+        });
+        rt.submit(
+            TaskSpec::DeviceKernel {
+                dims: 2,
+                range: Range::new(n, m, 1),
+                offset: Id::default(),
+            },
+            cg,
+            kernel,
+        )
+        .unwrap();
+        // A 3x4 window at (2, 5), dense row-major.
+        let mut window = vec![0.0f64; 12];
+        let region = crate::grid::Subrange::new(Id::new(2, 5, 0), Range::new(3, 4, 1));
+        // SAFETY: `window` holds the 12 elements and outlives the wait.
+        let promise =
+            unsafe { rt.fence_buffer(grid, Some(region), window.as_mut_ptr().cast()) }.unwrap();
+        promise
+            .wait(std::time::Duration::from_secs(5), |_| {})
+            .unwrap();
+        let expected: Vec<f64> = (2..5)
+            .flat_map(|i| (5..9).map(move |j| (i * 100 + j) as f64))
+            .collect();
+        assert_eq!(window, expected);
+        let scalar = rt
+            .create_buffer(0, Range::ONE, 8, 8, Some(&42.5f64.to_ne_bytes()))
+            .unwrap();
+        assert_eq!(fence_all(&mut rt, scalar, 1), vec![42.5]);
+        rt.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn a_dry_run_builds_the_graphs_of_node_0_of_many_and_executes_nothing() {
+    let mut rt = Runtime::start(Config {
+        dry_run_nodes: Some(4),
+        devices: DeviceSelection::Host(2),
+        ..Config::default()
+    })
+    .unwrap();
+    let info = rt.info();
+    assert!(info.dry_run);
+    assert_eq!((info.node, info.num_nodes, info.num_devices), (0, 4, 2));
+    let buffer = rt
+        .create_buffer(1, Range::new(64, 1, 1), 8, 8, Some(&[0u8; 512]))
+        .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    for _ in 0..20 {
+        let ran = ran.clone();
+        let cg = CommandGroup::new().access(buffer, AccessMode::ReadWrite, RangeMapper::OneToOne);
+        let kernel = launcher(move |_| {
+            ran.fetch_add(1, Ordering::SeqCst);
+        });
+        rt.submit(
+            TaskSpec::DeviceKernel {
+                dims: 1,
+                range: Range::new(64, 1, 1),
+                offset: Id::default(),
+            },
+            cg,
+            kernel,
+        )
+        .unwrap();
+    }
+    // Fences complete (without data) and waits return; nothing ran.
+    let mut sink = vec![-1.0f64; 64];
+    // SAFETY: `sink` outlives the wait.
+    let promise = unsafe { rt.fence_buffer(buffer, None, sink.as_mut_ptr().cast()) }.unwrap();
+    promise
+        .wait(std::time::Duration::from_secs(5), |_| {})
+        .unwrap();
+    rt.wait().unwrap();
+    assert!(sink.iter().all(|&v| v == -1.0), "a dry run copies no data");
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn reduction_slots_start_at_the_identity_of_their_operator() {
+    for cfg in configurations() {
+        let label = format!("{:?}", cfg.devices);
+        let mut rt = Runtime::start(cfg).unwrap();
+        let n = 12usize;
+        let data: Vec<f64> = (1..=n).map(|i| i as f64).collect();
+        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let input = rt
+            .create_buffer(1, Range::new(n, 1, 1), 8, 8, Some(&bytes))
+            .unwrap();
+        let product = rt.create_buffer(0, Range::ONE, 8, 8, None).unwrap();
+        let minimum = rt.create_buffer(0, Range::ONE, 8, 8, None).unwrap();
+        let times = rt
+            .register_reduction(Arc::new(BuiltinReducer::<f64>::new(BuiltinOp::Product)))
+            .unwrap();
+        let min = rt
+            .register_reduction(Arc::new(BuiltinReducer::<f64>::new(BuiltinOp::Min)))
+            .unwrap();
+        let cg = CommandGroup::new()
+            .access(input, AccessMode::Read, RangeMapper::OneToOne)
+            .reduction(times, product, true)
+            .reduction(min, minimum, true);
+        let kernel = launcher(move |inv| {
+            for_each(&inv.chunk, |i| {
+                // SAFETY: one_to_one covers the chunk; the slots are f64s pre-set to the identity.
+                unsafe {
+                    let v = *element(inv, 0, i);
+                    *(inv.reductions[0].0 as *mut f64) *= v;
+                    let m = inv.reductions[1].0 as *mut f64;
+                    *m = (*m).min(v + 100.0);
+                }
+            });
+        });
+        rt.submit(
+            TaskSpec::DeviceKernel {
+                dims: 1,
+                range: Range::new(n, 1, 1),
+                offset: Id::default(),
+            },
+            cg,
+            kernel,
+        )
+        .unwrap();
+        assert_eq!(
+            fence_all(&mut rt, product, 1)[0],
+            (1..=n).product::<usize>() as f64,
+            "{label}"
+        );
+        assert_eq!(fence_all(&mut rt, minimum, 1)[0], 101.0, "{label}");
+        rt.shutdown().unwrap();
+    }
+}
