@@ -38,6 +38,39 @@ pub(crate) fn clip(region: &Region, b: &GridBox) -> Region {
     }
 }
 
+/// Values per memory for the few memories a command touches, in memory-id order (a node may
+/// have dozens of memories, a task usually touches one or two).
+#[derive(Debug, Clone)]
+pub(crate) struct PerMemory<T>(SmallVec<[(MemoryId, T); 2]>);
+
+impl<T: Default> PerMemory<T> {
+    pub fn new() -> Self {
+        Self(SmallVec::new())
+    }
+
+    /// The value of `memory`, inserted as default if absent.
+    pub fn entry(&mut self, memory: MemoryId) -> &mut T {
+        let i = match self.0.binary_search_by_key(&memory, |(m, _)| *m) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (memory, T::default()));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    /// Entries in memory-id order.
+    pub fn iter(&self) -> impl Iterator<Item = (MemoryId, &T)> {
+        self.0.iter().map(|(m, v)| (*m, v))
+    }
+
+    /// Entries in memory-id order, by value.
+    pub fn into_entries(self) -> impl Iterator<Item = (MemoryId, T)> {
+        self.0.into_iter()
+    }
+}
+
 /// Boxes grouped by a key (an original writer, a source memory): usually one or two groups, so
 /// a small vector beats a map. [`BoxGroups::into_regions`] yields the groups in key order.
 pub(crate) struct BoxGroups<K>(SmallVec<[(K, RegionBuilder); 2]>);

@@ -23,7 +23,7 @@ use crate::backend::nd_memory::layout_nd_copy;
 use crate::grid::{GridBox, Region, symmetrically_split_overlapping_regions};
 use crate::types::{AllocationId, BufferId, InstructionId, MemoryId};
 
-use super::buffer_state::{AccessFront, BoxGroups, FrontMode, clip};
+use super::buffer_state::{AccessFront, BoxGroups, FrontMode, PerMemory, clip};
 use super::generator::InstructionGraphGenerator;
 use super::instruction::{CopyLayout, InstructionKind};
 use super::recorder::{CopyOrigin, DependencyOrigin, RecordDetail};
@@ -101,16 +101,20 @@ fn lcm(a: usize, b: usize) -> usize {
 }
 
 impl InstructionGraphGenerator {
-    /// Copies whatever the readers in `reads_by_memory` (indexed by memory id) lack into their
+    /// Copies whatever the readers in `reads_by_memory` lack into their
     /// memories. The destination allocations must exist.
-    pub(super) fn establish_coherence(&mut self, bid: BufferId, reads_by_memory: &[Vec<Region>]) {
+    pub(super) fn establish_coherence(
+        &mut self,
+        bid: BufferId,
+        reads_by_memory: &PerMemory<Vec<Region>>,
+    ) {
         let buffer = self.buffers.get(&bid).expect("unknown buffer");
 
         // (1) what to copy, by source and destination
         let mut direct: BTreeMap<(MemoryId, MemoryId), Vec<Region>> = BTreeMap::new();
         let mut staged: BTreeMap<MemoryId, Vec<Region>> = BTreeMap::new();
-        for (dest_index, reads) in reads_by_memory.iter().enumerate() {
-            let dest = MemoryId(dest_index as u64);
+        for (dest, reads) in reads_by_memory.iter() {
+            let dest_index = dest.0 as usize;
             for read in reads {
                 let mut by_writer: BoxGroups<(MemoryId, InstructionId)> = BoxGroups::new();
                 for (b, mask) in buffer.up_to_date.get_region_values(read) {
@@ -196,15 +200,15 @@ impl InstructionGraphGenerator {
 
                 // fan out to every device memory that still lacks the region (a broadcast)
                 let up_to_date = buffer.up_to_date.get_region_values(&region);
-                for dest_index in MemoryId::FIRST_DEVICE.0 as usize..reads_by_memory.len() {
-                    let dest = MemoryId(dest_index as u64);
-                    if dest == source || up_to_date.first().is_some_and(|(_, m)| m.contains(dest)) {
+                for (dest, dest_reads) in reads_by_memory.iter() {
+                    let dest_index = dest.0 as usize;
+                    if dest < MemoryId::FIRST_DEVICE
+                        || dest == source
+                        || up_to_date.first().is_some_and(|(_, m)| m.contains(dest))
+                    {
                         continue;
                     }
-                    if !reads_by_memory[dest_index]
-                        .iter()
-                        .any(|r| r.intersects(&region))
-                    {
+                    if !dest_reads.iter().any(|r| r.intersects(&region)) {
                         continue;
                     }
                     let dest_alloc = buffer.memories[dest_index].contiguous(&bbox);
@@ -260,10 +264,10 @@ impl InstructionGraphGenerator {
 
         // (4) every destination is now up to date for all of its readers
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
-        for (mid, reads) in reads_by_memory.iter().enumerate() {
+        for (mid, reads) in reads_by_memory.iter() {
             for read in reads {
                 for (b, mut mask) in buffer.up_to_date.get_region_values(read) {
-                    mask.insert(MemoryId(mid as u64));
+                    mask.insert(mid);
                     buffer.up_to_date.update_box(&b, mask);
                 }
             }

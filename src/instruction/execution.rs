@@ -28,7 +28,7 @@ use crate::runtime::config::ErrorPolicy;
 use crate::task::{ExecutionTarget, Task};
 use crate::types::{AllocationId, BufferId, CollectiveGroupId, DeviceId, InstructionId, MemoryId};
 
-use super::buffer_state::clip;
+use super::buffer_state::{PerMemory, clip};
 use super::generator::{InstructionGraphGenerator, LocalChunk, SCALAR_BOX, SchedulingHint};
 use super::instruction::{BufferAccessAllocation, InstructionKind};
 use super::recorder::{DependencyOrigin, RecordDetail};
@@ -258,9 +258,8 @@ impl InstructionGraphGenerator {
         chunks: &[LocalChunk],
         requirements: &[ChunkRequirements],
     ) {
-        let num_memories = self.memories.len();
-        let mut required: Vec<BoxVec> = vec![BoxVec::new(); num_memories];
-        let host = MemoryId::HOST.0 as usize;
+        let mut required: PerMemory<BoxVec> = PerMemory::new();
+        let host = MemoryId::HOST;
 
         let mut accessed = RegionBuilder::new();
         let mut consumed = RegionBuilder::new();
@@ -276,10 +275,10 @@ impl InstructionGraphGenerator {
             reduction.is_some_and(|r| r.init_from_buffer && is_reduction_initializer);
         if reduction.is_some() {
             for c in chunks {
-                required[c.memory.0 as usize].push(SCALAR_BOX);
+                required.entry(c.memory).push(SCALAR_BOX);
             }
             if chunks.len() > 1 || include_current_value {
-                required[host].push(SCALAR_BOX);
+                required.entry(host).push(SCALAR_BOX);
             }
             accessed.add_box(SCALAR_BOX);
             if include_current_value {
@@ -299,7 +298,9 @@ impl InstructionGraphGenerator {
         buffer.pending_receives = pending;
         for r in &applied {
             discarded.add_region(&r.region);
-            required[host].extend(r.required_contiguous_boxes.iter().copied());
+            required
+                .entry(host)
+                .extend(r.required_contiguous_boxes.iter().copied());
         }
         let discarded = discarded.into_region();
 
@@ -328,21 +329,26 @@ impl InstructionGraphGenerator {
             .up_to_date
             .update_region(&discarded, MemoryMask::EMPTY);
 
-        let mut reads_by_memory: Vec<Vec<Region>> = vec![Vec::new(); num_memories];
+        let mut reads_by_memory: PerMemory<Vec<Region>> = PerMemory::new();
         for (c, r) in chunks.iter().zip(requirements) {
             let b = r.buffer(bid);
-            required[c.memory.0 as usize].extend(b.contiguous.iter().copied());
+            required
+                .entry(c.memory)
+                .extend(b.contiguous.iter().copied());
             if !b.reads.is_empty() {
-                reads_by_memory[c.memory.0 as usize].push(b.reads.clone());
+                reads_by_memory.entry(c.memory).push(b.reads.clone());
             }
         }
         if include_current_value {
-            reads_by_memory[host].push(SCALAR_BOX.into());
+            reads_by_memory.entry(host).push(SCALAR_BOX.into());
         }
-        for (mid, boxes) in required.into_iter().enumerate() {
-            self.allocate_contiguously(bid, MemoryId(mid as u64), boxes);
+        for (mid, boxes) in required.into_entries() {
+            self.allocate_contiguously(bid, mid, boxes);
         }
-        let all_reads: Vec<Region> = reads_by_memory.iter().flatten().cloned().collect();
+        let all_reads: Vec<Region> = reads_by_memory
+            .iter()
+            .flat_map(|(_, r)| r.iter().cloned())
+            .collect();
         for receive in &applied {
             self.commit_pending_receive(bid, receive, &all_reads);
         }

@@ -13,7 +13,7 @@
 use crate::grid::{BoxVec, GridBox, Region, split_into_communicator_compatible_boxes};
 use crate::types::{CommandId, InstructionId, MemoryId, NodeId, ReductionId, TransferId};
 
-use super::buffer_state::BoxGroups;
+use super::buffer_state::{BoxGroups, PerMemory};
 use super::generator::InstructionGraphGenerator;
 use super::instruction::{InstructionKind, priority};
 use super::recorder::RecordDetail;
@@ -43,10 +43,10 @@ impl InstructionGraphGenerator {
             }
             let send_regions: Vec<Region> = by_writer.into_regions().map(|(_, r)| r).collect();
             self.allocate_contiguously(bid, MemoryId::HOST, required);
-            let mut reads = vec![Vec::new(); self.memories.len()];
-            reads[MemoryId::HOST.0 as usize] = send_regions;
+            let mut reads = PerMemory::new();
+            *reads.entry(MemoryId::HOST) = send_regions;
             self.establish_coherence(bid, &reads);
-            let send_regions = std::mem::take(&mut reads[MemoryId::HOST.0 as usize]);
+            let send_regions = std::mem::take(reads.entry(MemoryId::HOST));
 
             let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
             let (range, elem_size) = (buffer.range, buffer.elem_size);
