@@ -339,6 +339,15 @@ pub struct PendingGather {
     pub gather_box: GridBox,
 }
 
+/// Who produced an element's current value, and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OriginalWrite {
+    /// The producing instruction.
+    pub writer: InstructionId,
+    /// The memory it wrote.
+    pub memory: MemoryId,
+}
+
 /// Everything the generator tracks for one buffer.
 #[derive(Debug, Clone)]
 pub struct BufferState {
@@ -355,10 +364,10 @@ pub struct BufferState {
     /// Memories holding the newest value of each element.
     pub up_to_date: RegionMap<MemoryMask>,
     /// The instruction that produced each element's value (kernel, host task, receive,
-    /// await-receive, reduce, or the epoch for host-initialised data); never a copy.
-    pub original_writers: RegionMap<InstructionId>,
-    /// The memory the original writer wrote to (meaningless where nothing is up to date).
-    pub original_write_memories: RegionMap<MemoryId>,
+    /// await-receive, reduce, or the epoch for host-initialised data; never a copy) and the
+    /// memory it wrote to (meaningless where nothing is up to date). One map: an instruction
+    /// writes one memory, so the pair fragments no more than the writer alone.
+    pub original_writers: RegionMap<OriginalWrite>,
     /// Deferred await-pushes.
     pub pending_receives: Vec<PendingReceive>,
     /// Deferred reduction await-pushes.
@@ -381,8 +390,13 @@ impl BufferState {
             elem_align,
             memories: vec![BufferMemory::default(); num_memories],
             up_to_date: RegionMap::new(range, MemoryMask::EMPTY),
-            original_writers: RegionMap::new(range, epoch),
-            original_write_memories: RegionMap::new(range, MemoryId::USER),
+            original_writers: RegionMap::new(
+                range,
+                OriginalWrite {
+                    writer: epoch,
+                    memory: MemoryId::USER,
+                },
+            ),
             pending_receives: Vec::new(),
             pending_gathers: Vec::new(),
         }
@@ -399,8 +413,13 @@ impl BufferState {
         if region.is_empty() {
             return;
         }
-        self.original_writers.update_region(region, instruction);
-        self.original_write_memories.update_region(region, memory);
+        self.original_writers.update_region(
+            region,
+            OriginalWrite {
+                writer: instruction,
+                memory,
+            },
+        );
         self.up_to_date
             .update_region(region, MemoryMask::single(memory));
     }
@@ -412,8 +431,10 @@ impl BufferState {
                 allocation.apply_epoch(epoch);
             }
         }
-        self.original_writers
-            .apply_to_values(|&i| if i < epoch { epoch } else { i });
+        self.original_writers.apply_to_values(|w| OriginalWrite {
+            writer: w.writer.max(epoch),
+            memory: w.memory,
+        });
         debug_assert!(
             self.pending_receives.is_empty() && self.pending_gathers.is_empty(),
             "an await-push was not consumed before the next horizon"

@@ -121,10 +121,8 @@ impl InstructionGraphGenerator {
                     if mask.is_empty() || mask.contains(dest) {
                         continue; // up to date, or uninitialised (reported elsewhere)
                     }
-                    for (mb, source) in buffer.original_write_memories.get_box_values(&b) {
-                        for (wb, writer) in buffer.original_writers.get_box_values(&mb) {
-                            by_writer.add((source, writer), wb);
-                        }
+                    for (wb, w) in buffer.original_writers.get_box_values(&b) {
+                        by_writer.add((w.memory, w.writer), wb);
                     }
                 }
                 for ((source, _), source_region) in by_writer.into_regions() {

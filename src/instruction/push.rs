@@ -37,8 +37,8 @@ impl InstructionGraphGenerator {
             let buffer = &self.buffers[&bid];
             let mut by_writer: BoxGroups<InstructionId> = BoxGroups::new();
             let mut required = BoxVec::new();
-            for (b, writer) in buffer.original_writers.get_region_values(region) {
-                by_writer.add(writer, b);
+            for (b, w) in buffer.original_writers.get_region_values(region) {
+                by_writer.add(w.writer, b);
                 required.push(b);
             }
             let send_regions: Vec<Region> = by_writer.into_regions().map(|(_, r)| r).collect();

@@ -163,7 +163,7 @@ fn long_runs_keep_the_tracking_state_bounded() {
     let latest = ctx.all().last().unwrap().id().0;
     state
         .original_writers
-        .for_each(|_, w| assert!(latest - w.0 < 40));
+        .for_each(|_, w| assert!(latest - w.writer.0 < 40));
 }
 
 #[test]
