@@ -700,4 +700,6 @@ impl Drop for Runtime {
 }
 
 #[cfg(test)]
+mod observability_tests;
+#[cfg(test)]
 mod tests;
