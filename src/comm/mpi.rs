@@ -538,14 +538,22 @@ impl Communicator for MpiCommunicator {
             );
             total += l as usize;
         }
-        let mut gathered = vec![0u8; total];
+        // An empty Vec's dangling pointer is 0x1, which Open MPI reads as MPI_IN_PLACE: point
+        // empty buffers at a real byte instead.
+        let dummy = [0u8; 1];
+        let send_ptr = if bytes.is_empty() {
+            dummy.as_ptr()
+        } else {
+            bytes.as_ptr()
+        };
+        let mut gathered = vec![0u8; total.max(1)];
         // SAFETY: `bytes` holds `length` bytes; on the root `gathered` holds the sum of all
         // lengths, and `lengths`/`displacements` have one entry per rank describing disjoint
         // parts of it (other ranks pass empty arrays, which MPI ignores there).
         check(
             unsafe {
                 ffi::MPI_Gatherv(
-                    bytes.as_ptr().cast(),
+                    send_ptr.cast(),
                     length,
                     ffi::RSMPI_UINT8_T,
                     gathered.as_mut_ptr().cast(),
