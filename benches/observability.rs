@@ -65,7 +65,8 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() {
-    let path = std::env::temp_dir().join(format!("celerity-bench-trace-{}.json", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("celerity-bench-trace-{}.json", std::process::id()));
     run(None);
     let (mut off, mut on) = (Vec::new(), Vec::new());
     let mut slices = 0;

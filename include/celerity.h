@@ -876,300 +876,6 @@ celerity_status celerity_collective_group_create(struct celerity_collective_grou
 celerity_status celerity_collective_group_release(struct celerity_collective_group *group);
 
 /**
- * Creates a buffer of `dims` (0 to 3) dimensions and extent `range` (entries beyond `dims` must
- * be 1) with elements of `elem_size` bytes aligned to `elem_align` (a power of two). With
- * `host_init`, range × elem_size bytes are copied from it before this returns; without, the
- * contents are uninitialised.
- *
- * Ownership: the caller owns `*out` and releases it with `celerity_buffer_release`.
- * Errors: `out` or `range` NULL, dims > 3, elem_size 0, elem_align not a power of two →
- * `CELERITY_ERROR_INVALID_ARGUMENT`; not running, wrong thread → `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_buffer_create(uint32_t dims,
-                                       const size_t *range,
-                                       size_t elem_size,
-                                       size_t elem_align,
-                                       const void *host_init,
-                                       struct celerity_buffer **out);
-
-/**
- * Sets the buffer's debug name (used in messages and graph output; the string is copied).
- *
- * Errors: NULL `buf` or `name` → `CELERITY_ERROR_INVALID_ARGUMENT`; released handle →
- * `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_buffer_set_name(struct celerity_buffer *buf, const char *name);
-
-/**
- * Writes the buffer's extent (3-wide, padded with 1) to `out_range`.
- *
- * Errors: NULL arguments → `CELERITY_ERROR_INVALID_ARGUMENT`; released handle →
- * `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_buffer_get_range(const struct celerity_buffer *buf, size_t *out_range);
-
-/**
- * Releases the buffer handle; the runtime frees the buffer after all work submitted on it.
- * NULL is ignored.
- *
- * Errors: released or forged handle → `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_buffer_release(struct celerity_buffer *buf);
-
-/**
- * Creates an empty command group.
- *
- * Ownership: consumed by a submit function or `celerity_cg_destroy`.
- * Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; not running, wrong thread →
- * `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_cg_create(struct celerity_cg **out);
-
-/**
- * Declares that the kernel accesses `buf` in `mode` through `mapper`. The accessor index in the
- * kernel context is the call order.
- *
- * Errors (`CELERITY_ERROR_INVALID_ARGUMENT`, nothing recorded): NULL arguments, a bad `mode` or
- * mapper kind, a FIXED subrange outside the buffer, a SLICE dimension ≥ the buffer's dimensions,
- * a CUSTOM mapper without function, a buffer already used by a reduction of this group.
- */
-celerity_status celerity_cg_access(struct celerity_cg *cg,
-                                   struct celerity_buffer *buf,
-                                   celerity_access_mode mode,
-                                   const struct celerity_range_mapper *mapper);
-
-/**
- * Declares a side effect on host object `obj`: the task gets its instance and is serialised
- * with every other task affecting it.
- *
- * Errors: NULL arguments → `CELERITY_ERROR_INVALID_ARGUMENT`; released handles →
- * `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_cg_side_effect(struct celerity_cg *cg, struct celerity_host_object *obj);
-
-/**
- * Declares a reduction of the kernel's per-chunk contributions into `buf` (0-D or one
- * element) with operator `op`. Without `initialize_to_identity` the buffer's previous value is
- * included once.
- *
- * Errors (`CELERITY_ERROR_INVALID_ARGUMENT`): NULL arguments, a buffer of more than one element,
- * an element size that does not match the operator, a second reduction on the same buffer, a
- * buffer also accessed by this group, a bad operator kind or type, a CUSTOM operator without
- * `combine` or `identity`.
- */
-celerity_status celerity_cg_reduction(struct celerity_cg *cg,
-                                      struct celerity_buffer *buf,
-                                      const struct celerity_reduction_op *op,
-                                      bool initialize_to_identity);
-
-/**
- * Names the task (copied; used in messages and graph output).
- *
- * Errors: NULL arguments → `CELERITY_ERROR_INVALID_ARGUMENT`.
- */
-celerity_status celerity_cg_set_name(struct celerity_cg *cg, const char *name);
-
-/**
- * Hints that the task should be split in two dimensions (e.g. for 2-D stencils).
- *
- * Errors: `cg` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`.
- */
-celerity_status celerity_cg_hint_split_2d(struct celerity_cg *cg);
-
-/**
- * Hints that each device chunk should be split `factor` times more (load balancing and
- * overlap). Tasks with side effects, reductions or collective groups ignore it.
- *
- * Errors: `cg` NULL, `factor` 0 → `CELERITY_ERROR_INVALID_ARGUMENT`.
- */
-celerity_status celerity_cg_hint_oversubscribe(struct celerity_cg *cg, uint32_t factor);
-
-/**
- * Constrains chunk boundaries to multiples of `granularity` (3-wide). Each entry must divide the
- * iteration space's extent in that dimension (checked at submission).
- *
- * Errors: NULL arguments or a zero entry → `CELERITY_ERROR_INVALID_ARGUMENT`.
- */
-celerity_status celerity_cg_constrain_split(struct celerity_cg *cg, const size_t *granularity);
-
-/**
- * Discards a command group without submitting it. NULL is ignored.
- */
-void celerity_cg_destroy(struct celerity_cg *cg);
-
-/**
- * Submits `cg` (consumed, also on error) as a kernel over the `dims`-dimensional iteration space
- * `range` (offset `offset`, NULL: 0), split across nodes and devices. Each chunk calls
- * `kernel(ctx, user_data)`; `drop(user_data)` (nullable) runs once after the last chunk on this
- * node.
- *
- * Errors (`CELERITY_ERROR_INVALID_ARGUMENT`): NULL `cg`, `range` or `kernel`; dims > 3; an empty
- * range; a ONE_TO_ONE access whose buffer dimensions differ from `dims`; a granularity that does
- * not divide the range.
- */
-celerity_status celerity_submit_parallel_for(struct celerity_cg *cg,
-                                             uint32_t dims,
-                                             const size_t *range,
-                                             const size_t *offset,
-                                             celerity_kernel_fn kernel,
-                                             void *user_data,
-                                             celerity_drop_fn drop);
-
-/**
- * Submits `cg` (consumed, also on error) as a host task of `kind`: ON_MASTER_NODE (once, on node
- * 0), ONCE (once, on a node the runtime picks), DISTRIBUTED (over the `dims`-dimensional `range`,
- * split across nodes), or COLLECTIVE (one chunk per node, serialised within `group`; NULL: the
- * default group; `ctx->mpi_comm` points to the group's `MPI_Comm`). `fn(ctx, user_data)` runs on
- * a host thread; `drop(user_data)` runs once afterwards.
- *
- * Errors (`CELERITY_ERROR_INVALID_ARGUMENT`): NULL `cg` or `fn`, a bad `kind`, dims > 3,
- * DISTRIBUTED with a NULL or empty range.
- */
-celerity_status celerity_submit_host_task(struct celerity_cg *cg,
-                                          celerity_host_task_kind kind,
-                                          uint32_t dims,
-                                          const size_t *range,
-                                          struct celerity_collective_group *group,
-                                          celerity_kernel_fn fn,
-                                          void *user_data,
-                                          celerity_drop_fn drop);
-
-/**
- * Creates an empty configuration: every key takes its value from the environment or its
- * default (see the configuration table in the README).
- *
- * Ownership: the caller owns `*out` and frees it with `celerity_config_destroy`.
- * Thread: any thread. Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`.
- */
-celerity_status celerity_config_create(struct celerity_config **out);
-
-/**
- * Sets configuration `key` to `value` (both NUL-terminated strings, copied). A key set here
- * wins over its `CELERITY_*` environment variable.
- *
- * Thread: any thread. Errors: `cfg`, `key` or `value` NULL, an unknown key or a malformed
- * value → `CELERITY_ERROR_INVALID_ARGUMENT` (the message lists the valid choices; the
- * configuration is unchanged); a destroyed or forged `cfg` → `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_config_set(struct celerity_config *cfg,
-                                    const char *key,
-                                    const char *value);
-
-/**
- * Frees a configuration. NULL is accepted and ignored. Destroying a configuration twice is
- * reported through `celerity_last_error_message` (status `CELERITY_ERROR_INVALID_STATE`) and
- * otherwise ignored.
- *
- * Thread: any thread.
- */
-void celerity_config_destroy(struct celerity_config *cfg);
-
-/**
- * Fences `region` of `buf` (NULL: the whole buffer): once the future is ready, `dest` holds the
- * region as it is after every task submitted before, as dense row-major elements (each node
- * receives the full region). `dest` must stay valid until then.
- *
- * Ownership: the caller owns `*out` (`celerity_future_release`).
- * Errors (`CELERITY_ERROR_INVALID_ARGUMENT`): NULL `buf`, `dest` or `out`; a region outside the
- * buffer; `dest_bytes` < area × elem_size.
- */
-celerity_status celerity_fence_buffer(struct celerity_buffer *buf,
-                                      const struct celerity_subrange *region,
-                                      void *dest,
-                                      size_t dest_bytes,
-                                      struct celerity_future **out);
-
-/**
- * Fences a host object: the future is ready once every side effect submitted before has run.
- *
- * Errors: NULL arguments → `CELERITY_ERROR_INVALID_ARGUMENT`; released handle →
- * `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_fence_host_object(struct celerity_host_object *obj,
-                                           struct celerity_future **out);
-
-/**
- * Blocks until the future is ready. On the runtime's thread it also reports an asynchronous
- * failure (e.g. a failed kernel) that happened before.
- *
- * Thread: any thread. Errors: NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; released →
- * `CELERITY_ERROR_INVALID_STATE`; a reported failure → its status.
- */
-celerity_status celerity_future_wait(struct celerity_future *f);
-
-/**
- * Writes whether the future is ready to `*out` without blocking.
- *
- * Thread: any thread. Errors: NULL arguments → `CELERITY_ERROR_INVALID_ARGUMENT`; released →
- * `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_future_is_ready(const struct celerity_future *f, bool *out);
-
-/**
- * Releases a future (waiting is not required first: the fence completes anyway). NULL is
- * ignored. Thread: any thread.
- */
-void celerity_future_release(struct celerity_future *f);
-
-/**
- * Blocks until all work submitted on this node has finished; reports asynchronous failures.
- */
-celerity_status celerity_wait(void);
-
-/**
- * `celerity_wait`, then blocks until every node reached its barrier.
- */
-celerity_status celerity_barrier(void);
-
-/**
- * Hands every command queued by the lookahead to the executor now.
- */
-celerity_status celerity_flush(void);
-
-/**
- * Sets the scheduler's lookahead (NONE, AUTO or INFINITE); also flushes.
- *
- * Errors: a bad value → `CELERITY_ERROR_INVALID_ARGUMENT`.
- */
-celerity_status celerity_set_lookahead(celerity_lookahead mode);
-
-/**
- * Registers `instance` as a host object. `destroy(instance)` (nullable) runs exactly once, on a
- * runtime thread, after the object's last side effect once it was released (or at shutdown).
- *
- * Ownership: the caller owns `*out` and releases it with `celerity_host_object_release`.
- * Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; not running, wrong thread →
- * `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_host_object_create(void *instance,
-                                            void (*destroy)(void *instance),
-                                            struct celerity_host_object **out);
-
-/**
- * Releases the host object; its destroy callback runs after its last side effect. NULL is
- * ignored.
- *
- * Errors: released or forged handle → `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_host_object_release(struct celerity_host_object *obj);
-
-/**
- * Creates a collective group. Every process must create its groups in the same order.
- *
- * Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; not running, wrong thread →
- * `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_collective_group_create(struct celerity_collective_group **out);
-
-/**
- * Releases a collective group handle (tasks already submitted keep their group). NULL is
- * ignored.
- *
- * Errors: released or forged handle → `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_collective_group_release(struct celerity_collective_group *group);
-
-/**
  * Starts the runtime: reads the configuration (`cfg`, which wins, then `CELERITY_*` environment
  * variables), initialises MPI when started by an MPI launcher (with `MPI_THREAD_MULTIPLE`,
  * unless the program did), selects devices, starts the scheduler and executor threads. The
@@ -1179,74 +885,7 @@ celerity_status celerity_collective_group_release(struct celerity_collective_gro
  * environment variable → `CELERITY_ERROR_INVALID_ARGUMENT`; `devices=cuda` without a usable CUDA
  * driver → `CELERITY_ERROR_UNSUPPORTED`; MPI failures → `CELERITY_ERROR_COMMUNICATION`.
  */
-celerity_status celerity_runtime_init(int32_t *argc,
-                                      char ***argv,
-                                      const struct celerity_config *cfg);
-
-/**
- * Shuts the runtime down: waits for all submitted work, releases buffers and host objects the
- * program did not release (destroying owned instances, running drop callbacks), stops the
- * threads, frees everything and finalises MPI if the runtime initialised it. Idempotent: a second
- * call returns `CELERITY_OK`. Reports an asynchronous failure no earlier call reported.
- *
- * Errors: before init or from another thread → `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_runtime_shutdown(void);
-
-/**
- * Writes node, node count, device count, backend and dry-run flag to `*out`.
- *
- * Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; not running or another thread →
- * `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_runtime_get_info(struct celerity_runtime_info *out);
-
-/**
- * The name of status `s` (e.g. `"CELERITY_ERROR_INVALID_ARGUMENT"`), or
- * `"CELERITY_UNKNOWN_STATUS"` for a value that is not a status.
- *
- * Ownership: the string is static; never free it. Thread: any thread. Never NULL.
- */
-const char *celerity_status_string(celerity_status s);
-
-/**
- * The message of the last failing celerity call on the calling thread, naming the function,
- * the offending argument and its value; `""` when the last call succeeded.
- *
- * Ownership: owned by the library; valid until the next celerity call on this thread.
- * Thread: any thread (each thread has its own message). Never NULL.
- */
-const char *celerity_last_error_message(void);
-
-/**
- * The library version, `"MAJOR.MINOR.PATCH"` (equal to `CELERITY_VERSION_STRING` of the
- * header the library was built with).
- *
- * Ownership: static; never free it. Thread: any thread. Never NULL.
- */
-const char *celerity_version_string(void);
-
-/**
- * The ABI version of the loaded library; equals `CELERITY_ABI_VERSION` when the program was
- * compiled against the matching header.
- *
- * Thread: any thread.
- */
-uint32_t celerity_abi_version(void);
-
-/**
- * Starts the runtime: reads the configuration (`cfg`, which wins, then `CELERITY_*` environment
- * variables), initialises MPI when started by an MPI launcher (with `MPI_THREAD_MULTIPLE`,
- * unless the program did), selects devices, starts the scheduler and executor threads. The
- * calling thread becomes the runtime's thread. `argc`/`argv` may be NULL; they are not modified.
- *
- * Errors: a second init, or init after shutdown → `CELERITY_ERROR_INVALID_STATE`; a malformed
- * environment variable → `CELERITY_ERROR_INVALID_ARGUMENT`; `devices=cuda` without a usable CUDA
- * driver → `CELERITY_ERROR_UNSUPPORTED`; MPI failures → `CELERITY_ERROR_COMMUNICATION`.
- */
-celerity_status celerity_runtime_init(int32_t *argc,
-                                      char ***argv,
-                                      const struct celerity_config *cfg);
+celerity_status celerity_runtime_init(int *argc, char ***argv, const struct celerity_config *cfg);
 
 /**
  * Shuts the runtime down: waits for all submitted work, releases buffers and host objects the
@@ -1309,27 +948,34 @@ uint32_t celerity_abi_version(void);
 #ifndef CELERITY_H_INLINE_HELPERS
 #define CELERITY_H_INLINE_HELPERS
 
+/* Zero-initialises a struct in both C and C++ without missing-field-initializer warnings. */
+#ifdef __cplusplus
+#define CELERITY_ZERO_INIT {}
+#else
+#define CELERITY_ZERO_INIT {0}
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /** A ONE_TO_ONE range mapper: each chunk accesses the same subrange of the buffer. */
 static inline celerity_range_mapper celerity_one_to_one(void) {
-    celerity_range_mapper m = {0};
+    celerity_range_mapper m = CELERITY_ZERO_INIT;
     m.kind = CELERITY_RANGE_MAPPER_ONE_TO_ONE;
     return m;
 }
 
 /** An ALL range mapper: each chunk accesses the whole buffer. */
 static inline celerity_range_mapper celerity_all(void) {
-    celerity_range_mapper m = {0};
+    celerity_range_mapper m = CELERITY_ZERO_INIT;
     m.kind = CELERITY_RANGE_MAPPER_ALL;
     return m;
 }
 
 /** A FIXED range mapper: each chunk accesses `fixed`. */
 static inline celerity_range_mapper celerity_fixed(celerity_subrange fixed) {
-    celerity_range_mapper m = {0};
+    celerity_range_mapper m = CELERITY_ZERO_INIT;
     m.kind = CELERITY_RANGE_MAPPER_FIXED;
     m.fixed = fixed;
     return m;
@@ -1337,7 +983,7 @@ static inline celerity_range_mapper celerity_fixed(celerity_subrange fixed) {
 
 /** A SLICE range mapper: the chunk extended to the whole buffer along `dim`. */
 static inline celerity_range_mapper celerity_slice(uint32_t dim) {
-    celerity_range_mapper m = {0};
+    celerity_range_mapper m = CELERITY_ZERO_INIT;
     m.kind = CELERITY_RANGE_MAPPER_SLICE;
     m.slice_dim = dim;
     return m;
@@ -1345,7 +991,7 @@ static inline celerity_range_mapper celerity_slice(uint32_t dim) {
 
 /** A NEIGHBORHOOD range mapper: the chunk grown by (x, y, z) on both sides (corners included). */
 static inline celerity_range_mapper celerity_neighborhood(size_t x, size_t y, size_t z) {
-    celerity_range_mapper m = {0};
+    celerity_range_mapper m = CELERITY_ZERO_INIT;
     m.kind = CELERITY_RANGE_MAPPER_NEIGHBORHOOD;
     m.neighborhood[0] = x;
     m.neighborhood[1] = y;
@@ -1362,7 +1008,7 @@ static inline celerity_range_mapper celerity_neighborhood_along_axes(size_t x, s
 
 /** A CUSTOM range mapper calling `fn(user_data, ...)`. */
 static inline celerity_range_mapper celerity_custom(celerity_range_mapper_fn fn, void* user_data) {
-    celerity_range_mapper m = {0};
+    celerity_range_mapper m = CELERITY_ZERO_INIT;
     m.kind = CELERITY_RANGE_MAPPER_CUSTOM;
     m.custom = fn;
     m.custom_user_data = user_data;

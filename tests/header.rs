@@ -21,18 +21,11 @@ fn generate() -> String {
          #define CELERITY_VERSION_MINOR {minor}\n\
          #define CELERITY_VERSION_PATCH {patch}\n"
     ));
-    // Only src/ffi speaks C: parsing just its files keeps the rest of the crate's public items
-    // (which cbindgen would otherwise pick up) out of the header.
-    let mut ffi_sources: Vec<PathBuf> = std::fs::read_dir(crate_dir.join("src/ffi"))
-        .expect("src/ffi")
-        .map(|entry| entry.expect("dir entry").path())
-        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
-        .collect();
-    ffi_sources.sort();
-    let mut builder = cbindgen::Builder::new().with_config(config);
-    for source in ffi_sources {
-        builder = builder.with_src(source);
-    }
+    // Only src/ffi speaks C: parsing just its module tree (cbindgen follows the `mod` items of
+    // src/ffi/mod.rs) keeps the rest of the crate's public items out of the header.
+    let builder = cbindgen::Builder::new()
+        .with_config(config)
+        .with_src(crate_dir.join("src/ffi/mod.rs"));
     let mut out = Vec::new();
     builder.generate().expect("cbindgen failed").write(&mut out);
     String::from_utf8(out).expect("header is UTF-8")
@@ -112,4 +105,28 @@ fn header_defines_only_prefixed_names() {
             );
         }
     }
+}
+
+#[test]
+fn header_declares_each_function_once() {
+    let header = generate();
+    let mut seen = std::collections::HashSet::new();
+    for line in header.lines() {
+        let Some(start) = line.find(" celerity_") else {
+            continue;
+        };
+        if line.starts_with(' ')
+            || line.starts_with("static")
+            || line.starts_with("typedef")
+            || !line.contains('(')
+        {
+            continue;
+        }
+        let name: String = line[start + 1..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        assert!(seen.insert(name.clone()), "{name} is declared twice");
+    }
+    assert!(seen.contains("celerity_runtime_init"), "{seen:?}");
 }

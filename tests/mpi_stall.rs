@@ -28,7 +28,9 @@ fn rank_main() {
     };
     let mut rt = Runtime::start(config).unwrap();
     let rank = rt.info().node;
-    let b = rt.create_buffer(1, Range::new(16, 1, 1), 4, 4, None).unwrap();
+    let b = rt
+        .create_buffer(1, Range::new(16, 1, 1), 4, 4, None)
+        .unwrap();
     rt.submit(
         TaskSpec::DeviceKernel {
             dims: 1,
@@ -44,7 +46,9 @@ fn rank_main() {
     if rank == 0 {
         rt.submit(
             TaskSpec::host(1, Range::new(16, 1, 1)),
-            CommandGroup::new().read(b, RangeMapper::All).name("consume"),
+            CommandGroup::new()
+                .read(b, RangeMapper::All)
+                .name("consume"),
             nothing(),
         )
         .unwrap();

@@ -475,6 +475,8 @@ impl Backend for CudaBackend {
     ) -> AsyncEvent {
         match self.host_lane(lane) {
             Ok(queue) => queue.submit(move || {
+                // SAFETY: host tasks get slots in host memory reserved for this chunk.
+                unsafe { invocation.write_host_reduction_identities() };
                 let environment = LaunchEnvironment {
                     stream: 0,
                     cuda: false,
@@ -493,6 +495,22 @@ impl Backend for CudaBackend {
         invocation: KernelInvocation,
     ) -> AsyncEvent {
         self.submit_to_stream(device, lane, move |stream| {
+            for (slot, identity) in invocation
+                .reductions
+                .iter()
+                .zip(&invocation.reduction_identities)
+            {
+                // SAFETY: the slot is one device element reserved for this chunk; a copy from
+                // pageable memory returns once the bytes are staged, so `identity` may go.
+                check("cuMemcpyHtoDAsync", unsafe {
+                    sys::cuMemcpyHtoDAsync_v2(
+                        slot.0 as sys::CUdeviceptr,
+                        identity.as_ptr().cast(),
+                        identity.len(),
+                        stream.0,
+                    )
+                })?;
+            }
             let environment = LaunchEnvironment {
                 stream: stream.0 as usize,
                 cuda: true,

@@ -105,6 +105,8 @@ fn launch_job(
     invocation: KernelInvocation,
 ) -> impl FnOnce() -> Result<Completion> + Send + 'static {
     move || {
+        // SAFETY: host and emulated-device memory is host memory; the slots belong to this chunk.
+        unsafe { invocation.write_host_reduction_identities() };
         let environment = LaunchEnvironment {
             stream: 0,
             cuda: false,
@@ -234,6 +236,7 @@ mod tests {
             dims: 1,
             accessors,
             reductions: Vec::new(),
+            reduction_identities: Vec::new(),
             host_objects: Vec::new(),
             device,
             collective_comm: 0,

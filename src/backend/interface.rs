@@ -43,14 +43,30 @@ pub struct KernelInvocation {
     pub dims: usize,
     /// Buffer accesses, in the order the program declared them.
     pub accessors: Vec<AccessorInfo>,
-    /// One element per reduction, pre-set to the identity.
+    /// One element per reduction; the backend sets it to the identity (the bytes in
+    /// `reduction_identities`) before the launcher runs.
     pub reductions: Vec<SendPtr>,
+    /// The identity of each reduction, as bytes.
+    pub reduction_identities: Vec<Vec<u8>>,
     /// Host object instances, in side-effect order.
     pub host_objects: Vec<SendPtr>,
     /// The device (kernels) or `None` (host tasks).
     pub device: Option<DeviceId>,
     /// Collective host tasks: the address of the group's native communicator (`MPI_Comm*`), else 0.
     pub collective_comm: usize,
+}
+
+impl KernelInvocation {
+    /// Sets every reduction slot to its identity, for slots in host-accessible memory.
+    ///
+    /// # Safety
+    /// Each slot must be one writable element of host-accessible memory reserved for this chunk.
+    pub unsafe fn write_host_reduction_identities(&self) {
+        for (slot, identity) in self.reductions.iter().zip(&self.reduction_identities) {
+            // SAFETY: guaranteed by the caller.
+            unsafe { std::ptr::copy_nonoverlapping(identity.as_ptr(), slot.0, identity.len()) };
+        }
+    }
 }
 
 /// Where a launcher runs and what native handles it gets.

@@ -72,6 +72,8 @@ pub enum ExecutorMessage {
     TrackHostObject(HostObjectId, HostObjectInstance),
     /// A reduction's operator.
     TrackReducer(ReductionId, Arc<dyn Reducer>),
+    /// Stop once in-flight work is done: the scheduler failed and no shutdown epoch will come.
+    Abort,
 }
 
 /// Settings of an executor.
@@ -190,6 +192,7 @@ struct Executor {
     collective_comms: IdMap<CollectiveGroupId, Box<dyn Communicator>>,
     in_flight: Vec<InFlight>,
     shutdown_reached: bool,
+    aborted: bool,
     disconnected: bool,
     last_progress: Instant,
     stall_reported: bool,
@@ -229,6 +232,7 @@ impl Executor {
             collective_comms: IdMap::default(),
             in_flight: Vec::new(),
             shutdown_reached: false,
+            aborted: false,
             disconnected: false,
             last_progress: Instant::now(),
             stall_reported: false,
@@ -253,6 +257,11 @@ impl Executor {
             }
             if self.shutdown_reached && self.engine.is_idle() {
                 break;
+            }
+            if self.aborted && self.in_flight.is_empty() {
+                return Err(Error::internal(
+                    "the executor stopped early because the scheduler failed",
+                ));
             }
             if progressed {
                 self.last_progress = Instant::now();
@@ -338,6 +347,7 @@ impl Executor {
             ExecutorMessage::TrackReducer(id, reducer) => {
                 self.reducers.insert(id, reducer);
             }
+            ExecutorMessage::Abort => self.aborted = true,
         }
     }
 
@@ -736,16 +746,18 @@ impl Executor {
             })
             .collect::<Result<Vec<_>>>()?;
         let mut reduction_slots = Vec::with_capacity(reductions.len());
+        let mut reduction_identities = Vec::with_capacity(reductions.len());
         for (slot, info) in reductions.iter().zip(task.reductions()) {
             let reducer = self.reducer(info.rid)?;
             let base = self.pointer(slot.allocation)?;
             let offset =
                 linear_offset(&slot.allocated_box, &slot.accessed_box) * reducer.elem_size();
-            let address = (base + offset) as *mut u8;
-            // SAFETY: the slot is one element of a live allocation that only this chunk writes;
-            // kernels combine into a value pre-set to the identity (API.md).
-            unsafe { reducer.fill_identity(address, 1) };
-            reduction_slots.push(SendPtr(address));
+            reduction_slots.push(SendPtr((base + offset) as *mut u8));
+            // The slot may be device memory: the backend writes the identity before the kernel.
+            let mut identity = vec![0u8; reducer.elem_size()];
+            // SAFETY: `identity` holds one element.
+            unsafe { reducer.fill_identity(identity.as_mut_ptr(), 1) };
+            reduction_identities.push(identity);
         }
         let host_objects = task
             .side_effects()
@@ -772,6 +784,7 @@ impl Executor {
             dims: geometry.dims,
             accessors,
             reductions: reduction_slots,
+            reduction_identities,
             host_objects,
             device,
             collective_comm,

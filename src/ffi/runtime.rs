@@ -98,7 +98,7 @@ pub struct celerity_runtime_info {
 /// driver → `CELERITY_ERROR_UNSUPPORTED`; MPI failures → `CELERITY_ERROR_COMMUNICATION`.
 #[unsafe(no_mangle)]
 pub extern "C" fn celerity_runtime_init(
-    argc: *mut i32,
+    argc: *mut std::ffi::c_int,
     argv: *mut *mut *mut c_char,
     cfg: *const celerity_config,
 ) -> celerity_status {

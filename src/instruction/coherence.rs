@@ -109,6 +109,10 @@ impl InstructionGraphGenerator {
         // (1) what to copy, by source and destination
         let mut direct: BTreeMap<(MemoryId, MemoryId), Vec<Region>> = BTreeMap::new();
         let mut staged: BTreeMap<MemoryId, Vec<Region>> = BTreeMap::new();
+        // What each destination needs staged, per source: a staged piece fans out exactly to the
+        // destinations whose needs contain it (the symmetric split below makes every piece lie
+        // wholly inside or outside each need).
+        let mut staged_needs: BTreeMap<MemoryId, Vec<(MemoryId, Region)>> = BTreeMap::new();
         for (dest_index, reads) in reads_by_memory.iter().enumerate() {
             let dest = MemoryId(dest_index as u64);
             for read in reads {
@@ -140,6 +144,10 @@ impl InstructionGraphGenerator {
                             if self.system.can_copy(source, dest) {
                                 direct.entry((source, dest)).or_default().push(copy);
                             } else {
+                                staged_needs
+                                    .entry(source)
+                                    .or_default()
+                                    .push((dest, copy.clone()));
                                 staged.entry(source).or_default().push(copy);
                             }
                         }
@@ -198,15 +206,20 @@ impl InstructionGraphGenerator {
                 });
 
                 // fan out to every device memory that still lacks the region (a broadcast)
-                let up_to_date = buffer.up_to_date.get_region_values(&region);
-                for dest_index in MemoryId::FIRST_DEVICE.0 as usize..reads_by_memory.len() {
-                    let dest = MemoryId(dest_index as u64);
-                    if dest == source || up_to_date.first().is_some_and(|(_, m)| m.contains(dest)) {
-                        continue;
-                    }
-                    if !reads_by_memory[dest_index]
+                let needs = &staged_needs[&source];
+                // Destinations in memory order, each once.
+                let mut destinations: Vec<MemoryId> = needs
+                    .iter()
+                    .filter(|(_, need)| need.intersects(&region))
+                    .map(|(d, _)| *d)
+                    .collect();
+                destinations.sort();
+                destinations.dedup();
+                for dest in destinations {
+                    let dest_index = dest.0 as usize;
+                    if !needs
                         .iter()
-                        .any(|r| r.intersects(&region))
+                        .any(|(d, need)| *d == dest && need.intersects(&region))
                     {
                         continue;
                     }

@@ -123,6 +123,11 @@ impl SchedulerSink for ExecutorSink {
     fn error(&mut self, error: Error) {
         self.shared.async_error(error);
     }
+
+    fn abort(&mut self) {
+        let _ = self.executor.send(ExecutorMessage::Abort);
+        self.executor_thread.unpark();
+    }
 }
 
 /// Forwards every created task to the scheduler thread.
@@ -603,6 +608,7 @@ impl Runtime {
             self.release_host_object(id)?;
         }
         self.shut_down = true;
+        let already_reported = self.failed.is_some();
         let epoch = self
             .task_manager
             .epoch(EpochAction::Shutdown, None)
@@ -612,13 +618,12 @@ impl Runtime {
         *self.shared.scheduler.lock() = None;
         let observability = self.write_observability(scheduler_output);
         epoch?;
+        // A failure no earlier call reported is reported now; one already reported is not again.
         let pending = self.take_async_error();
-        executor_outcome?;
-        if self.failed.is_some() {
-            observability
-        } else {
-            pending.and(observability)
+        if !already_reported {
+            pending?;
         }
+        executor_outcome.and(observability)
     }
 
     /// The stall reports of this runtime's executor so far (see `docs/stall-detector.md`).

@@ -67,8 +67,8 @@ fn fence_all(rt: &mut Runtime, bid: crate::types::BufferId, elements: usize) -> 
 }
 
 #[test]
-fn a_2d_stencil_matches_the_serial_computation_in_every_configuration() {
-    let (n, m, steps) = (24usize, 20usize, 6);
+fn a_2d_stencil_over_100_steps_matches_the_serial_computation_in_every_configuration() {
+    let (n, m, steps) = (24usize, 20usize, 100);
     let initial: Vec<f64> = (0..n * m).map(|i| ((i * 7) % 13) as f64).collect();
     // Serial reference: 5-point average, clamped at the border.
     let mut expected = initial.clone();
@@ -307,4 +307,226 @@ fn many_small_tasks_keep_the_graphs_bounded() {
         rt.task_manager().num_live_tasks()
     );
     rt.shutdown().unwrap();
+}
+
+#[test]
+fn buffer_fences_of_subranges_and_0d_buffers_return_exact_snapshots() {
+    for cfg in configurations() {
+        let mut rt = Runtime::start(cfg).unwrap();
+        let (n, m) = (10usize, 12usize);
+        let grid = rt
+            .create_buffer(2, Range::new(n, m, 1), 8, 8, None)
+            .unwrap();
+        let cg = CommandGroup::new().access(grid, AccessMode::DiscardWrite, RangeMapper::OneToOne);
+        let kernel = launcher(move |inv| {
+            // SAFETY: one_to_one covers the chunk.
+            for_each(&inv.chunk, |[i, j, _]| unsafe {
+                *element(inv, 0, [i, j, 0]) = (i * 100 + j) as f64
+            });
+        });
+        rt.submit(
+            TaskSpec::DeviceKernel {
+                dims: 2,
+                range: Range::new(n, m, 1),
+                offset: Id::default(),
+            },
+            cg,
+            kernel,
+        )
+        .unwrap();
+        // A 3x4 window at (2, 5), dense row-major.
+        let mut window = vec![0.0f64; 12];
+        let region = crate::grid::Subrange::new(Id::new(2, 5, 0), Range::new(3, 4, 1));
+        // SAFETY: `window` holds the 12 elements and outlives the wait.
+        let promise =
+            unsafe { rt.fence_buffer(grid, Some(region), window.as_mut_ptr().cast()) }.unwrap();
+        promise
+            .wait(std::time::Duration::from_secs(5), |_| {})
+            .unwrap();
+        let expected: Vec<f64> = (2..5)
+            .flat_map(|i| (5..9).map(move |j| (i * 100 + j) as f64))
+            .collect();
+        assert_eq!(window, expected);
+        let scalar = rt
+            .create_buffer(0, Range::ONE, 8, 8, Some(&42.5f64.to_ne_bytes()))
+            .unwrap();
+        assert_eq!(fence_all(&mut rt, scalar, 1), vec![42.5]);
+        rt.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn a_dry_run_builds_the_graphs_of_node_0_of_many_and_executes_nothing() {
+    let mut rt = Runtime::start(Config {
+        dry_run_nodes: Some(4),
+        devices: DeviceSelection::Host(2),
+        ..Config::default()
+    })
+    .unwrap();
+    let info = rt.info();
+    assert!(info.dry_run);
+    assert_eq!((info.node, info.num_nodes, info.num_devices), (0, 4, 2));
+    let buffer = rt
+        .create_buffer(1, Range::new(64, 1, 1), 8, 8, Some(&[0u8; 512]))
+        .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    for _ in 0..20 {
+        let ran = ran.clone();
+        let cg = CommandGroup::new().access(buffer, AccessMode::ReadWrite, RangeMapper::OneToOne);
+        let kernel = launcher(move |_| {
+            ran.fetch_add(1, Ordering::SeqCst);
+        });
+        rt.submit(
+            TaskSpec::DeviceKernel {
+                dims: 1,
+                range: Range::new(64, 1, 1),
+                offset: Id::default(),
+            },
+            cg,
+            kernel,
+        )
+        .unwrap();
+    }
+    // Fences complete (without data) and waits return; nothing ran.
+    let mut sink = vec![-1.0f64; 64];
+    // SAFETY: `sink` outlives the wait.
+    let promise = unsafe { rt.fence_buffer(buffer, None, sink.as_mut_ptr().cast()) }.unwrap();
+    promise
+        .wait(std::time::Duration::from_secs(5), |_| {})
+        .unwrap();
+    rt.wait().unwrap();
+    assert!(sink.iter().all(|&v| v == -1.0), "a dry run copies no data");
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn reduction_slots_start_at_the_identity_of_their_operator() {
+    for cfg in configurations() {
+        let label = format!("{:?}", cfg.devices);
+        let mut rt = Runtime::start(cfg).unwrap();
+        let n = 12usize;
+        let data: Vec<f64> = (1..=n).map(|i| i as f64).collect();
+        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let input = rt
+            .create_buffer(1, Range::new(n, 1, 1), 8, 8, Some(&bytes))
+            .unwrap();
+        let product = rt.create_buffer(0, Range::ONE, 8, 8, None).unwrap();
+        let minimum = rt.create_buffer(0, Range::ONE, 8, 8, None).unwrap();
+        let times = rt
+            .register_reduction(Arc::new(BuiltinReducer::<f64>::new(BuiltinOp::Product)))
+            .unwrap();
+        let min = rt
+            .register_reduction(Arc::new(BuiltinReducer::<f64>::new(BuiltinOp::Min)))
+            .unwrap();
+        let cg = CommandGroup::new()
+            .access(input, AccessMode::Read, RangeMapper::OneToOne)
+            .reduction(times, product, true)
+            .reduction(min, minimum, true);
+        let kernel = launcher(move |inv| {
+            for_each(&inv.chunk, |i| {
+                // SAFETY: one_to_one covers the chunk; the slots are f64s pre-set to the identity.
+                unsafe {
+                    let v = *element(inv, 0, i);
+                    *(inv.reductions[0].0 as *mut f64) *= v;
+                    let m = inv.reductions[1].0 as *mut f64;
+                    *m = (*m).min(v + 100.0);
+                }
+            });
+        });
+        rt.submit(
+            TaskSpec::DeviceKernel {
+                dims: 1,
+                range: Range::new(n, 1, 1),
+                offset: Id::default(),
+            },
+            cg,
+            kernel,
+        )
+        .unwrap();
+        assert_eq!(
+            fence_all(&mut rt, product, 1)[0],
+            (1..=n).product::<usize>() as f64,
+            "{label}"
+        );
+        assert_eq!(fence_all(&mut rt, minimum, 1)[0], 101.0, "{label}");
+        rt.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn shutdown_reports_a_failure_no_earlier_call_reported() {
+    let mut rt = Runtime::start(config(2, true, Lookahead::Auto)).unwrap();
+    let failing: Launcher = Arc::new(|_: &KernelInvocation, _: &LaunchEnvironment| {
+        Err(crate::Error::new(
+            crate::ErrorKind::TaskFailed,
+            "kernel returned 3",
+        ))
+    });
+    rt.submit(
+        TaskSpec::MasterNode,
+        CommandGroup::new().name("late failure"),
+        failing,
+    )
+    .unwrap();
+    let error = rt.shutdown().unwrap_err();
+    assert_eq!(error.kind(), crate::ErrorKind::TaskFailed);
+    assert!(
+        error.message().contains("late failure"),
+        "{}",
+        error.message()
+    );
+    assert!(rt.shutdown().is_ok(), "shutdown is idempotent");
+}
+
+#[test]
+fn a_neighborhood_read_after_a_one_to_one_read_of_host_data_on_four_devices() {
+    // Regression: the instruction graph asserted "box is not allocated contiguously" here.
+    for cfg in configurations() {
+        let mut rt = Runtime::start(cfg).unwrap();
+        let n = 200usize;
+        let data: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let input = rt
+            .create_buffer(1, Range::new(n, 1, 1), 8, 8, Some(&bytes))
+            .unwrap();
+        let output = rt
+            .create_buffer(1, Range::new(n, 1, 1), 8, 8, None)
+            .unwrap();
+        let spec = TaskSpec::DeviceKernel {
+            dims: 1,
+            range: Range::new(n, 1, 1),
+            offset: Id::default(),
+        };
+        let cg = CommandGroup::new().access(input, AccessMode::Read, RangeMapper::OneToOne);
+        rt.submit(spec, cg, launcher(|_| {})).unwrap();
+        let cg = CommandGroup::new()
+            .access(
+                input,
+                AccessMode::Read,
+                RangeMapper::Neighborhood([1, 0, 0]),
+            )
+            .access(output, AccessMode::DiscardWrite, RangeMapper::OneToOne);
+        let kernel = launcher(move |inv| {
+            for_each(&inv.chunk, |[i, _, _]| {
+                let left = if i == 0 { 0 } else { i - 1 };
+                let right = (i + 1).min(n - 1);
+                // SAFETY: the neighbourhood and one_to_one mappers cover these elements.
+                unsafe {
+                    *element(inv, 1, [i, 0, 0]) =
+                        *element(inv, 0, [left, 0, 0]) + *element(inv, 0, [right, 0, 0])
+                };
+            });
+        });
+        rt.submit(spec, cg, kernel).unwrap();
+        rt.wait().unwrap();
+        let result = fence_all(&mut rt, output, n);
+        for (i, &value) in result.iter().enumerate() {
+            assert_eq!(
+                value,
+                (if i == 0 { 0 } else { i - 1 } + (i + 1).min(n - 1)) as f64
+            );
+        }
+        rt.shutdown().unwrap();
+    }
 }

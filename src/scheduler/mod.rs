@@ -20,12 +20,15 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use crate::command::{CommandGraphGenerator, CommandKind, CommandRef};
 use crate::debug::json_string;
 use crate::debug::trace::{SCHEDULER_TRACK, TraceLog};
 use crate::error::{Error, Result};
+use crate::executor::payload::promise_of;
 use crate::grid::Range;
 use crate::instruction::{Batch, InstructionGraphGenerator, SchedulingHint};
 use crate::runtime::config::Lookahead;
@@ -71,6 +74,9 @@ pub trait SchedulerSink: Send {
     fn batch(&mut self, batch: Batch);
     /// A generation error, reported at the next synchronising call.
     fn error(&mut self, error: Error);
+    /// The scheduler failed for good and will produce no shutdown epoch: the executor must stop
+    /// once its in-flight work is done.
+    fn abort(&mut self);
 }
 
 /// What the scheduler thread hands back when it ends: its generators (whose recorders hold the
@@ -150,6 +156,8 @@ pub struct Scheduler {
     horizons_since_mergeable: usize,
     shutdown: bool,
     trace: Option<TraceLog>,
+    /// Set after a panic inside a generator: later tasks only get their promises failed.
+    broken: Option<Error>,
 }
 
 impl Scheduler {
@@ -169,6 +177,7 @@ impl Scheduler {
             horizons_since_mergeable: 0,
             shutdown: false,
             trace: None,
+            broken: None,
         }
     }
 
@@ -177,7 +186,29 @@ impl Scheduler {
             trace.name_track(SCHEDULER_TRACK, "scheduler");
         }
         while let Ok(event) = receiver.recv() {
-            self.handle(event);
+            let task = match &event {
+                SchedulerEvent::Task(task) => Some(task.clone()),
+                _ => None,
+            };
+            if let Some(broken) = self.broken.clone() {
+                if let Some(task) = task {
+                    self.fail_task(&task, &broken);
+                }
+            } else if let Err(payload) = catch_unwind(AssertUnwindSafe(|| self.handle(event))) {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                let error = Error::internal(format!(
+                    "the scheduler failed (a bug in celerity, please report it): {message}"
+                ));
+                self.sink.error(error.clone());
+                self.broken = Some(error.clone());
+                if let Some(task) = task {
+                    self.fail_task(&task, &error);
+                }
+            }
             if self.shutdown {
                 break;
             }
@@ -186,6 +217,18 @@ impl Scheduler {
             cdag: self.cdag,
             idag: self.idag,
             trace: self.trace,
+        }
+    }
+
+    /// Fails whatever waits for `task` (its fence or epoch promise); a shutdown epoch also stops
+    /// the executor, since no shutdown instruction will reach it.
+    fn fail_task(&mut self, task: &Arc<Task>, error: &Error) {
+        if let Some(promise) = promise_of(task) {
+            promise.fulfill(Err(error.clone()));
+        }
+        if task.epoch_action() == Some(EpochAction::Shutdown) {
+            self.sink.abort();
+            self.shutdown = true;
         }
     }
 

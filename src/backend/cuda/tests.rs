@@ -56,6 +56,7 @@ fn invocation(device: DeviceId, base: *mut u8, elements: usize) -> KernelInvocat
             accessed_box: whole,
         }],
         reductions: Vec::new(),
+        reduction_identities: Vec::new(),
         host_objects: Vec::new(),
         device: Some(device),
         collective_comm: 0,

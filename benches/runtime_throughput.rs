@@ -1,0 +1,91 @@
+//! End-to-end task throughput of the whole runtime (task graph, scheduler thread with command
+//! and instruction graphs, executor thread, emulated devices): N tasks submitted then waited
+//! for, reported per task. "independent": tasks with empty kernels and no accesses; "chain":
+//! every task reads and writes the same small buffer, so each depends on the previous one.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use celerity::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
+use celerity::grid::{Id, Range};
+use celerity::runtime::Runtime;
+use celerity::runtime::config::{Config, DeviceSelection};
+use celerity::task::{AccessMode, CommandGroup, RangeMapper, TaskSpec};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+const TASKS: usize = 1000;
+
+fn empty_kernel() -> Launcher {
+    Arc::new(|inv: &KernelInvocation, _: &LaunchEnvironment| {
+        black_box(inv.chunk);
+        Ok(())
+    })
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("runtime throughput");
+    group.throughput(Throughput::Elements(TASKS as u64));
+    group.sample_size(20);
+    for devices in [1u32, 4] {
+        let config = Config {
+            devices: DeviceSelection::Host(devices),
+            ..Config::default()
+        };
+        let mut rt = Runtime::start(config).expect("runtime");
+        let range = Range::new(devices as usize, 1, 1);
+        let kernel = empty_kernel();
+        group.bench_function(format!("independent tasks, host:{devices}"), |b| {
+            b.iter_custom(|iterations| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iterations {
+                    let start = Instant::now();
+                    for _ in 0..TASKS {
+                        let spec = TaskSpec::DeviceKernel {
+                            dims: 1,
+                            range,
+                            offset: Id::default(),
+                        };
+                        rt.submit(spec, CommandGroup::new(), kernel.clone())
+                            .unwrap();
+                    }
+                    rt.wait().unwrap();
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+        let buffer = rt
+            .create_buffer(1, range, 8, 8, Some(&vec![0u8; 8 * devices as usize]))
+            .unwrap();
+        group.bench_function(format!("dependent chain, host:{devices}"), |b| {
+            b.iter_custom(|iterations| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iterations {
+                    let start = Instant::now();
+                    for _ in 0..TASKS {
+                        let spec = TaskSpec::DeviceKernel {
+                            dims: 1,
+                            range,
+                            offset: Id::default(),
+                        };
+                        let cg = CommandGroup::new().access(
+                            buffer,
+                            AccessMode::ReadWrite,
+                            RangeMapper::OneToOne,
+                        );
+                        rt.submit(spec, cg, kernel.clone()).unwrap();
+                    }
+                    rt.wait().unwrap();
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+        rt.shutdown().unwrap();
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
