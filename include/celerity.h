@@ -948,27 +948,34 @@ uint32_t celerity_abi_version(void);
 #ifndef CELERITY_H_INLINE_HELPERS
 #define CELERITY_H_INLINE_HELPERS
 
+/* Zero-initialises a struct in both C and C++ without missing-field-initializer warnings. */
+#ifdef __cplusplus
+#define CELERITY_ZERO_INIT {}
+#else
+#define CELERITY_ZERO_INIT {0}
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /** A ONE_TO_ONE range mapper: each chunk accesses the same subrange of the buffer. */
 static inline celerity_range_mapper celerity_one_to_one(void) {
-    celerity_range_mapper m = {0};
+    celerity_range_mapper m = CELERITY_ZERO_INIT;
     m.kind = CELERITY_RANGE_MAPPER_ONE_TO_ONE;
     return m;
 }
 
 /** An ALL range mapper: each chunk accesses the whole buffer. */
 static inline celerity_range_mapper celerity_all(void) {
-    celerity_range_mapper m = {0};
+    celerity_range_mapper m = CELERITY_ZERO_INIT;
     m.kind = CELERITY_RANGE_MAPPER_ALL;
     return m;
 }
 
 /** A FIXED range mapper: each chunk accesses `fixed`. */
 static inline celerity_range_mapper celerity_fixed(celerity_subrange fixed) {
-    celerity_range_mapper m = {0};
+    celerity_range_mapper m = CELERITY_ZERO_INIT;
     m.kind = CELERITY_RANGE_MAPPER_FIXED;
     m.fixed = fixed;
     return m;
@@ -976,7 +983,7 @@ static inline celerity_range_mapper celerity_fixed(celerity_subrange fixed) {
 
 /** A SLICE range mapper: the chunk extended to the whole buffer along `dim`. */
 static inline celerity_range_mapper celerity_slice(uint32_t dim) {
-    celerity_range_mapper m = {0};
+    celerity_range_mapper m = CELERITY_ZERO_INIT;
     m.kind = CELERITY_RANGE_MAPPER_SLICE;
     m.slice_dim = dim;
     return m;
@@ -984,7 +991,7 @@ static inline celerity_range_mapper celerity_slice(uint32_t dim) {
 
 /** A NEIGHBORHOOD range mapper: the chunk grown by (x, y, z) on both sides (corners included). */
 static inline celerity_range_mapper celerity_neighborhood(size_t x, size_t y, size_t z) {
-    celerity_range_mapper m = {0};
+    celerity_range_mapper m = CELERITY_ZERO_INIT;
     m.kind = CELERITY_RANGE_MAPPER_NEIGHBORHOOD;
     m.neighborhood[0] = x;
     m.neighborhood[1] = y;
@@ -1001,7 +1008,7 @@ static inline celerity_range_mapper celerity_neighborhood_along_axes(size_t x, s
 
 /** A CUSTOM range mapper calling `fn(user_data, ...)`. */
 static inline celerity_range_mapper celerity_custom(celerity_range_mapper_fn fn, void* user_data) {
-    celerity_range_mapper m = {0};
+    celerity_range_mapper m = CELERITY_ZERO_INIT;
     m.kind = CELERITY_RANGE_MAPPER_CUSTOM;
     m.custom = fn;
     m.custom_user_data = user_data;

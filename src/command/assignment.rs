@@ -117,6 +117,28 @@ impl ChunkRequirements {
     }
 }
 
+impl ChunkRequirements {
+    /// The reads of remote node `node`, added (empty) if it has none yet.
+    pub(super) fn remote_reads_of(&mut self, node: NodeId) -> &mut BufferReads {
+        let pos = match self.remote_reads.iter().position(|(n, _)| *n == node) {
+            Some(pos) => pos,
+            None => {
+                self.remote_reads.push((node, SmallVec::new()));
+                self.remote_reads.len() - 1
+            }
+        };
+        &mut self.remote_reads[pos].1
+    }
+}
+
+/// Unites `region` into the read of `bid` in `reads`.
+pub(super) fn add_read(reads: &mut BufferReads, bid: BufferId, region: Region) {
+    match reads.iter_mut().find(|(b, _)| *b == bid) {
+        Some((_, r)) => *r = r.union(&region),
+        None => reads.push((bid, region)),
+    }
+}
+
 fn entry(list: &mut RequirementsList, bid: BufferId) -> &mut BufferRequirements {
     let pos = match list.iter().position(|r| r.bid == bid) {
         Some(pos) => pos,
@@ -204,21 +226,10 @@ pub fn compute_requirements(
             continue;
         }
         let reqs = chunk_requirements(task, c.node, &c.chunk, true);
-        let pos = match out.remote_reads.iter().position(|(n, _)| *n == c.node) {
-            Some(pos) => pos,
-            None => {
-                out.remote_reads.push((c.node, SmallVec::new()));
-                out.remote_reads.len() - 1
-            }
-        };
-        let reads = &mut out.remote_reads[pos].1;
+        let reads = out.remote_reads_of(c.node);
         for r in reqs {
-            if r.consumed.is_empty() {
-                continue;
-            }
-            match reads.iter_mut().find(|(b, _)| *b == r.bid) {
-                Some((_, region)) => *region = region.union(&r.consumed),
-                None => reads.push((r.bid, r.consumed)),
+            if !r.consumed.is_empty() {
+                add_read(reads, r.bid, r.consumed);
             }
         }
     }

@@ -89,6 +89,10 @@ pub(super) struct BufferState {
     pub initialized: Region,
     /// A reduction whose partial results still sit on the nodes.
     pub pending_reduction: Option<ReductionInfo>,
+    /// A box containing everything this node might have to push: every element it produced
+    /// (fresh, not replicated) that some node may lack. Grows with local writes and never shrinks,
+    /// so it is a conservative filter: remote reads outside it need no push.
+    pub pushable_bounds: GridBox,
 }
 
 impl BufferState {
@@ -107,6 +111,7 @@ impl BufferState {
             replicated: crate::grid::RegionMap::new(range, replicated_on),
             initialized,
             pending_reduction: None,
+            pushable_bounds: GridBox::EMPTY,
         }
     }
 }

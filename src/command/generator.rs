@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::assignment::{self, ChunkRequirements, REDUCTION_INITIALIZER};
+use super::assignment::{self, AssignedChunk, ChunkRequirements, REDUCTION_INITIALIZER};
 use super::buffer_state::{BufferState, WriteState};
 use super::command::{Command, CommandDependency, CommandKind, CommandRef};
 use super::graph::CommandTable;
@@ -13,7 +13,7 @@ use super::recorder::CommandRecorder;
 use crate::error::{Error, Result};
 use crate::grid::{GridBox, Range, Region, RegionBuilder};
 use crate::runtime::config::ErrorPolicy;
-use crate::task::{BufferLabel, DependencyKind, DependencyOrigin, Task, TaskType};
+use crate::task::{BufferLabel, DependencyKind, DependencyOrigin, RangeMapper, Task, TaskType};
 use crate::types::{
     BufferId, CollectiveGroupId, CommandId, HostObjectId, IdMap, NodeId, ReductionId, TaskId,
 };
@@ -236,9 +236,9 @@ impl CommandGraphGenerator {
     }
 
     fn finish_batch(&mut self, task: &Arc<Task>) -> Vec<CommandRef> {
-        let batch = std::mem::take(&mut self.batch);
-        let commands: Vec<CommandRef> = batch
-            .into_iter()
+        let commands: Vec<CommandRef> = self
+            .batch
+            .drain(..)
             .map(|p| {
                 Arc::new(Command {
                     id: p.id,
@@ -342,8 +342,13 @@ impl CommandGraphGenerator {
     ) {
         let buffer = &self.buffers[&bid];
         let mut targets: SmallVec<[CommandId; 8]> = SmallVec::new();
-        for (_, ws) in buffer.last_writers.get_region_values(region) {
-            let writer = ws.command();
+        let mut writers: SmallVec<[CommandId; 4]> = SmallVec::new();
+        buffer.last_writers.query_region(region, |_, ws| {
+            if !writers.contains(&ws.command()) {
+                writers.push(ws.command());
+            }
+        });
+        for writer in writers {
             let entry = self.table.get(writer);
             let before = targets.len();
             for &dependent in &entry.true_dependents {
@@ -442,7 +447,11 @@ impl CommandGraphGenerator {
 
     fn generate_distributed(&mut self, task: &Task) -> Result<()> {
         let chunks = assignment::split_and_assign(task, self.num_nodes, self.chunk_multiplier);
-        let reqs = assignment::compute_requirements(task, &chunks, self.local_nid);
+        let reqs = if self.needs_all_remote_reads(task) {
+            assignment::compute_requirements(task, &chunks, self.local_nid)
+        } else {
+            self.compute_pushable_requirements(task, &chunks)
+        };
         self.validate(task, &chunks, &reqs)?;
 
         self.resolve_pending_reductions(task, &reqs);
@@ -461,6 +470,75 @@ impl CommandGraphGenerator {
         }
         self.update_fresh_regions(task, &local_writes);
         Ok(())
+    }
+
+    /// Reductions need every remote reader of the buffers involved (to count readers and to
+    /// push partial results), so their tasks take the full requirements.
+    fn needs_all_remote_reads(&self, task: &Task) -> bool {
+        !task.reductions().is_empty()
+            || task.access_map().accessed_buffers().any(|bid| {
+                self.buffers
+                    .get(&bid)
+                    .is_none_or(|b| b.pending_reduction.is_some())
+            })
+    }
+
+    /// Like [`assignment::compute_requirements`], but the remote reads only keep what can lead to
+    /// a push: a remote chunk's read of an access is evaluated only if its bounding box meets the
+    /// buffer's [`pushable_bounds`](BufferState::pushable_bounds), and built-in mappers (whose
+    /// chunk results lie inside the task-level region) are skipped for the whole task when the
+    /// task-level region does not meet them. Everything dropped would have produced no push, so
+    /// the commands are the same; remote chunks cost almost nothing when nothing is to be sent.
+    fn compute_pushable_requirements(
+        &self,
+        task: &Task,
+        chunks: &[AssignedChunk],
+    ) -> ChunkRequirements {
+        let map = task.access_map();
+        // consuming accesses that may read pushable data, with the buffer's pushable bounds
+        let mut candidates: SmallVec<[(usize, BufferId, GridBox); 4]> = SmallVec::new();
+        for (i, acc) in map.accesses().iter().enumerate() {
+            if !acc.mode.is_consumer() {
+                continue;
+            }
+            let pushable = self.buffers[&acc.bid].pushable_bounds;
+            if pushable.is_empty() {
+                continue;
+            }
+            let built_in = !matches!(acc.mapper, RangeMapper::Custom(_));
+            if built_in
+                && !map
+                    .task_consumed_region(acc.bid)
+                    .bounding_box()
+                    .intersects(&pushable)
+            {
+                continue;
+            }
+            candidates.push((i, acc.bid, pushable));
+        }
+        let mut out = ChunkRequirements {
+            num_chunks: chunks.len(),
+            local: SmallVec::new(),
+            remote_reads: Vec::new(),
+        };
+        for c in chunks {
+            if c.node == self.local_nid {
+                out.local.push((
+                    c.chunk,
+                    assignment::chunk_requirements(task, c.node, &c.chunk, false),
+                ));
+                continue;
+            }
+            for &(i, bid, pushable) in &candidates {
+                if !map.bounds_for_nth_access(i, &c.chunk).intersects(&pushable) {
+                    continue;
+                }
+                let region = map.requirements_for_nth_access(i, &c.chunk);
+                assignment::add_read(out.remote_reads_of(c.node), bid, region);
+            }
+        }
+        out.remote_reads.sort_by_key(|(n, _)| *n);
+        out
     }
 
     /// Execution or fence commands for the local chunks; returns the local writes per buffer.
@@ -499,10 +577,15 @@ impl CommandGraphGenerator {
             for req in requirements {
                 let bid = req.bid;
                 if !req.consumed.is_empty() {
-                    let writers = self.buffers[&bid]
+                    let mut writers: SmallVec<[WriteState; 4]> = SmallVec::new();
+                    self.buffers[&bid]
                         .last_writers
-                        .get_region_values(&req.consumed);
-                    for (_, ws) in writers {
+                        .query_region(&req.consumed, |_, ws| {
+                            if !writers.contains(ws) {
+                                writers.push(*ws);
+                            }
+                        });
+                    for ws in writers {
                         debug_assert!(ws.is_fresh(), "unresolved remote data dependency");
                         self.add_dependency(
                             cmd,
@@ -516,6 +599,9 @@ impl CommandGraphGenerator {
                 if !req.produced.is_empty() {
                     self.add_anti_dependencies(tid, bid, &req.produced, cmd);
                     let buffer = self.buffers.get_mut(&bid).expect("validated");
+                    buffer.pushable_bounds = buffer
+                        .pushable_bounds
+                        .bounding_box(&req.produced.bounding_box());
                     buffer
                         .last_writers
                         .update_region(&req.produced, WriteState::new(cmd, false));

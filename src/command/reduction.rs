@@ -54,6 +54,8 @@ impl CommandGraphGenerator {
                 },
             );
             post.name = buffer.name.clone();
+            // the local reduction result (if any) is the only data this node may push later
+            post.pushable_bounds = SCALAR_BOX;
             let transfer = TransferId {
                 consumer: task.id(),
                 buffer: bid,

@@ -8,7 +8,7 @@ use super::assignment::ChunkRequirements;
 use super::buffer_state::WriteState;
 use super::command::CommandKind;
 use super::generator::CommandGraphGenerator;
-use crate::grid::{Region, RegionBuilder};
+use crate::grid::{GridBox, Region, RegionBuilder};
 use crate::runtime::config::ErrorPolicy;
 use crate::task::{DependencyKind, DependencyOrigin, Task};
 use crate::types::{BufferId, CommandId, NodeId, ReductionId, TransferId};
@@ -44,10 +44,16 @@ impl CommandGraphGenerator {
             let nid = *nid;
             for (bid, consumed) in reads {
                 let buffer = self.buffers.get_mut(bid).expect("validated");
-                for (b, ws) in buffer.last_writers.get_region_values(consumed) {
-                    if !ws.is_fresh() || ws.is_replicated() {
-                        continue;
+                if !consumed.bounding_box().intersects(&buffer.pushable_bounds) {
+                    continue;
+                }
+                let mut pushable: SmallVec<[(GridBox, WriteState); 4]> = SmallVec::new();
+                buffer.last_writers.query_region(consumed, |b, ws| {
+                    if ws.is_fresh() && !ws.is_replicated() {
+                        pushable.push((b, *ws));
                     }
+                });
+                for (b, ws) in pushable {
                     let mut missing = RegionBuilder::new();
                     for (rb, nodes) in buffer.replicated.get_box_values(&b) {
                         if !nodes.contains(nid) {
@@ -128,12 +134,12 @@ impl CommandGraphGenerator {
                     continue;
                 }
                 let buffer = &self.buffers[&req.bid];
-                for (b, ws) in buffer.last_writers.get_region_values(&req.consumed) {
+                buffer.last_writers.query_region(&req.consumed, |b, ws| {
                     if !ws.is_fresh() {
                         let pos = slot(&mut per_buffer, req.bid, RegionBuilder::new);
                         per_buffer[pos].1.add_box(b);
                     }
-                }
+                });
             }
         }
         for (bid, builder) in per_buffer {
@@ -198,10 +204,14 @@ impl CommandGraphGenerator {
             if remote_writes.is_empty() {
                 continue;
             }
-            for (b, ws) in buffer.last_writers.get_region_values(&remote_writes) {
+            let mut fresh: SmallVec<[(GridBox, WriteState); 4]> = SmallVec::new();
+            buffer.last_writers.query_region(&remote_writes, |b, ws| {
                 if ws.is_fresh() {
-                    buffer.last_writers.update_box(&b, ws.stale());
+                    fresh.push((b, *ws));
                 }
+            });
+            for (b, ws) in fresh {
+                buffer.last_writers.update_box(&b, ws.stale());
             }
         }
     }

@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 
 use smallvec::SmallVec;
 
-use super::grid_box::{BoxVec, GridBox, effective_dims_of, sort_boxes};
+use super::grid_box::{BoxVec, GridBox, bounding_box_of, effective_dims_of, sort_boxes};
 
 /// Sorted, deduplicated cut coordinates per dimension.
 pub(crate) type Cuts = SmallVec<[SmallVec<[usize; 16]>; 3]>;
@@ -167,6 +167,13 @@ pub(crate) fn collect_cuts(boxes: &[GridBox], dim: usize) -> SmallVec<[usize; 16
 pub fn normalize(boxes: &mut BoxVec) {
     boxes.retain(|b| !b.is_empty());
     if boxes.len() <= 1 {
+        return;
+    }
+    // fast path: one box covers all the others (duplicates, a stencil clamped to a slab, ...)
+    let bbox = bounding_box_of(boxes);
+    if let Some(i) = boxes.iter().position(|b| *b == bbox) {
+        boxes.swap(0, i);
+        boxes.truncate(1);
         return;
     }
     let eff = effective_dims_of(boxes);

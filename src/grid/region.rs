@@ -166,6 +166,13 @@ impl Region {
         if other.is_empty() {
             return self.clone();
         }
+        // one side covers the other (equal single boxes, a box inside a region, ...)
+        if other.boxes.len() == 1 && self.covers_box(&other.boxes[0]) {
+            return self.clone();
+        }
+        if self.boxes.len() == 1 && other.covers_box(&self.boxes[0]) {
+            return other.clone();
+        }
         let mut boxes = BoxVec::with_capacity(self.boxes.len() + other.boxes.len());
         boxes.extend_from_slice(&self.boxes);
         boxes.extend_from_slice(&other.boxes);
@@ -243,6 +250,12 @@ impl Region {
             return Region::new();
         }
         if other.is_empty() {
+            return self.clone();
+        }
+        if self.boxes.len() == 1 && other.covers_box(&self.boxes[0]) {
+            return Region::new();
+        }
+        if !self.bounding_box().intersects(&other.bounding_box()) {
             return self.clone();
         }
         // Must consider every dimension either side uses to see the overlap.

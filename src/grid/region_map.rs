@@ -103,26 +103,38 @@ impl<T: Clone + PartialEq> RegionMap<T> {
             *self.root.find_mut(&b).expect("entry vanished") = value;
             candidates.push(b);
         } else {
-            for &(hb, _) in &hits {
-                let old = self.erase(&hb);
-                // re-insert the parts outside the update, cut along the fastest
-                // dimension first
+            for &(hb, same) in &hits {
+                if same && b.covers(&hb) {
+                    // already holds the value and is swallowed by the new entry
+                    self.erase(&hb);
+                    continue;
+                }
+                // the parts outside the update, cut along the fastest dimension first
+                let mut pieces: SmallVec<[GridBox; 6]> = SmallVec::new();
                 let (mut min, mut max) = (*hb.min_arr(), *hb.max_arr());
                 for d in (0..3).rev() {
                     if min[d] < b.min_arr()[d] {
                         let mut hi = max;
                         hi[d] = b.min_arr()[d];
-                        candidates
-                            .push(self.insert_new(GridBox::from_arrays(min, hi), old.clone()));
+                        pieces.push(GridBox::from_arrays(min, hi));
                         min[d] = b.min_arr()[d];
                     }
                     if max[d] > b.max_arr()[d] {
                         let mut lo = min;
                         lo[d] = b.max_arr()[d];
-                        candidates
-                            .push(self.insert_new(GridBox::from_arrays(lo, max), old.clone()));
+                        pieces.push(GridBox::from_arrays(lo, max));
                         max[d] = b.max_arr()[d];
                     }
+                }
+                let Some((&first, rest)) = pieces.split_first() else {
+                    self.erase(&hb);
+                    continue;
+                };
+                // the first piece keeps the entry's slot; the others are inserted
+                let old = self.root.shrink_entry(&hb, first).expect("entry vanished");
+                candidates.push(first);
+                for &piece in rest {
+                    candidates.push(self.insert_new(piece, old.clone()));
                 }
             }
             candidates.push(self.insert_new(b, value));
@@ -156,6 +168,22 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         out
     }
 
+    /// Calls `f` for every entry intersecting `b`, clamped to it, without merging equal-valued
+    /// neighbours and in unspecified order: a cheaper [`RegionMap::get_box_values`] for callers
+    /// that only look at each value (no allocation).
+    #[inline]
+    pub fn query_box<'a>(&'a self, b: &GridBox, mut f: impl FnMut(GridBox, &'a T)) {
+        self.root.query(b, &mut |eb, v| f(eb.intersection(b), v));
+    }
+
+    /// Like [`RegionMap::query_box`] for every box of a region.
+    #[inline]
+    pub fn query_region<'a>(&'a self, r: &Region, mut f: impl FnMut(GridBox, &'a T)) {
+        for b in r.boxes() {
+            self.root.query(b, &mut |eb, v| f(eb.intersection(b), v));
+        }
+    }
+
     fn collect(&self, q: &GridBox, out: &mut Vec<(GridBox, T)>) {
         self.root
             .query(q, &mut |b, v| out.push((b.intersection(q), v.clone())));
@@ -177,7 +205,22 @@ impl<T: Clone + PartialEq> RegionMap<T> {
                 changed.push(*b);
             }
         });
-        self.try_merge(changed);
+        if changed.len() > 8 && changed.len() * 4 >= self.len {
+            // most of the map changed: merging entry by entry would rebuild the tree piecemeal
+            self.rebuild_merged();
+        } else {
+            self.try_merge(changed);
+        }
+    }
+
+    /// Merges equal-valued neighbours of the whole map at once and rebuilds the index.
+    fn rebuild_merged(&mut self) {
+        let root = std::mem::replace(&mut self.root, Node::new_leaf());
+        let mut entries = Vec::with_capacity(self.len);
+        root.into_entries(&mut entries);
+        merge_equal_neighbours(&mut entries);
+        self.len = entries.len();
+        self.root = Node::bulk_load(entries);
     }
 
     fn insert_new(&mut self, b: GridBox, value: T) -> GridBox {

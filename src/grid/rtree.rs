@@ -188,91 +188,77 @@ impl<T> Node<T> {
         best
     }
 
-    /// Guttman's quadratic split: keeps one group here, returns the other.
+    /// Splits an overflowing node in two halves along the axis over which the centres of its
+    /// children spread most (ordered by centre): cheap, and for the tilings a region map holds
+    /// it keeps neighbouring boxes together. Keeps one half here, returns the other.
     fn split(&mut self) -> Box<Node<T>> {
+        let n = self.boxes.len();
+        let centre2 = |b: &GridBox, d: usize| b.min_arr()[d] + b.max_arr()[d];
+        let mut axis = 0;
+        let mut best_spread = 0;
+        for d in 0..3 {
+            let (mut lo, mut hi) = (usize::MAX, 0);
+            for b in &self.boxes {
+                let c = centre2(b, d);
+                lo = lo.min(c);
+                hi = hi.max(c);
+            }
+            if hi - lo > best_spread {
+                best_spread = hi - lo;
+                axis = d;
+            }
+        }
+        let mut order: SmallVec<[(usize, usize); MAX_CHILDREN + 1]> = self
+            .boxes
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (centre2(b, axis), i))
+            .collect();
+        order.sort_unstable();
         let boxes: SmallVec<[GridBox; MAX_CHILDREN + 1]> = std::mem::take(&mut self.boxes);
         let mut slots: SmallVec<[Option<Slot<T>>; MAX_CHILDREN + 1]> =
             self.slots.drain(..).map(Some).collect();
-        let n = boxes.len();
-
-        // seeds: the pair that wastes most space when grouped together
-        let (mut sa, mut sb, mut worst) = (0, 1, f64::NEG_INFINITY);
-        for i in 0..n {
-            for j in i + 1..n {
-                let waste = volume(&boxes[i].bounding_box(&boxes[j]))
-                    - volume(&boxes[i])
-                    - volume(&boxes[j]);
-                if waste > worst {
-                    (sa, sb, worst) = (i, j, waste);
-                }
-            }
-        }
-        let mut group = [0u8; MAX_CHILDREN + 1]; // 0 unassigned, 1 stays, 2 moves
-        group[sa] = 1;
-        group[sb] = 2;
-        let (mut bb1, mut bb2) = (boxes[sa], boxes[sb]);
-        let (mut n1, mut n2) = (1, 1);
-        let mut left = n - 2;
-        while left > 0 {
-            // fill a group that needs every remaining item to reach the minimum
-            let forced = if n1 + left == MIN_CHILDREN {
-                Some(1)
-            } else if n2 + left == MIN_CHILDREN {
-                Some(2)
-            } else {
-                None
-            };
-            let (pick, to) = match forced {
-                Some(g) => ((0..n).find(|&i| group[i] == 0).unwrap(), g),
-                None => {
-                    // the item with the strongest preference goes first
-                    let mut pick = 0;
-                    let mut best = f64::NEG_INFINITY;
-                    let mut pref = 1;
-                    for i in (0..n).filter(|&i| group[i] == 0) {
-                        let (d1, d2) = (enlargement(&bb1, &boxes[i]), enlargement(&bb2, &boxes[i]));
-                        if (d1 - d2).abs() > best {
-                            best = (d1 - d2).abs();
-                            pick = i;
-                            pref = if d1 < d2
-                                || (d1 == d2 && (volume(&bb1), n1) <= (volume(&bb2), n2))
-                            {
-                                1
-                            } else {
-                                2
-                            };
-                        }
-                    }
-                    (pick, pref)
-                }
-            };
-            group[pick] = to;
-            if to == 1 {
-                bb1 = bb1.bounding_box(&boxes[pick]);
-                n1 += 1;
-            } else {
-                bb2 = bb2.bounding_box(&boxes[pick]);
-                n2 += 1;
-            }
-            left -= 1;
-        }
-
         let mut other = Node {
             height: self.height,
             boxes: SmallVec::new(),
             slots: SmallVec::new(),
         };
-        for i in 0..n {
-            let slot = slots[i].take().unwrap();
-            let target = if group[i] == 1 {
-                &mut *self
-            } else {
-                &mut other
-            };
+        for (k, &(_, i)) in order.iter().enumerate() {
+            let target = if k < n / 2 { &mut *self } else { &mut other };
             target.boxes.push(boxes[i]);
-            target.slots.push(slot);
+            target.slots.push(slots[i].take().expect("each item once"));
         }
         Box::new(other)
+    }
+
+    /// Replaces the box of the entry `old` by `new`, which must lie inside it, keeping the value,
+    /// and tightens the bounding boxes on the way; returns a copy of the value (`None` if `old` is
+    /// not an entry). Cheaper than erasing and re-inserting a shrunk entry.
+    pub fn shrink_entry(&mut self, old: &GridBox, new: GridBox) -> Option<T>
+    where
+        T: Clone,
+    {
+        debug_assert!(old.covers(&new) && !new.is_empty());
+        for i in 0..self.boxes.len() {
+            if !self.boxes[i].covers(old) {
+                continue;
+            }
+            match &mut self.slots[i] {
+                Slot::Value(v) => {
+                    if self.boxes[i] == *old {
+                        self.boxes[i] = new;
+                        return Some(v.clone());
+                    }
+                }
+                Slot::Node(child) => {
+                    if let Some(v) = child.shrink_entry(old, new) {
+                        self.boxes[i] = child.bbox();
+                        return Some(v);
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// Removes the entry whose box is exactly `b` and returns its value.
@@ -320,6 +306,16 @@ impl<T> Node<T> {
         None
     }
 
+    /// Moves every entry of the subtree out, as (box, value) pairs.
+    pub fn into_entries(self, out: &mut Vec<(GridBox, T)>) {
+        for (b, s) in self.boxes.into_iter().zip(self.slots) {
+            match s {
+                Slot::Value(v) => out.push((b, v)),
+                Slot::Node(n) => n.into_entries(out),
+            }
+        }
+    }
+
     /// Moves the node's items out, as (box, slot) pairs.
     pub fn into_items(self, out: &mut Vec<(GridBox, Slot<T>)>) {
         out.extend(self.boxes.into_iter().zip(self.slots));
@@ -350,6 +346,47 @@ impl<T> Node<T> {
         root.boxes.push(sibling.bbox());
         root.slots.push(Slot::Node(sibling));
         root
+    }
+
+    /// Builds a tree over `items` (disjoint entry boxes with their values) in one pass: the items
+    /// are sorted in coordinate order and packed level by level into evenly filled nodes of at most
+    /// [`MAX_CHILDREN`] children (so every non-root node holds at least [`MIN_CHILDREN`]). Much
+    /// cheaper than inserting them one by one; used when most of a map is rewritten at once.
+    pub fn bulk_load(mut items: Vec<(GridBox, T)>) -> Node<T> {
+        items.sort_unstable_by(|a, b| a.0.coordinate_order(&b.0));
+        let mut level: Vec<(GridBox, Slot<T>)> = items
+            .into_iter()
+            .map(|(b, v)| (b, Slot::Value(v)))
+            .collect();
+        let mut height = 0;
+        loop {
+            let n = level.len();
+            let groups = n.div_ceil(MAX_CHILDREN).max(1);
+            let mut nodes: Vec<Node<T>> = Vec::with_capacity(groups);
+            let mut it = level.into_iter();
+            for g in 0..groups {
+                // sizes differ by at most one
+                let size = n / groups + usize::from(g < n % groups);
+                let mut node = Node {
+                    height,
+                    boxes: SmallVec::new(),
+                    slots: SmallVec::new(),
+                };
+                for (b, s) in it.by_ref().take(size) {
+                    node.boxes.push(b);
+                    node.slots.push(s);
+                }
+                nodes.push(node);
+            }
+            if groups == 1 {
+                return nodes.pop().expect("one node");
+            }
+            level = nodes
+                .into_iter()
+                .map(|node| (node.bbox(), Slot::Node(Box::new(node))))
+                .collect();
+            height += 1;
+        }
     }
 
     /// Checks the structural invariants (tests only): bounding boxes are exact,

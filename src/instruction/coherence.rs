@@ -11,8 +11,8 @@
 //! 3. A plan tree per region: a direct copy between peers is one hop; otherwise the data is
 //!    staged through (linearised) host memory, optionally linearised in the source device memory
 //!    first and de-linearised in the destination device memory last (small-pitch copies are slow
-//!    on real devices). A staged region fans out to every device memory still lacking it, so a
-//!    broadcast costs one device-to-host copy.
+//!    on real devices). A staged piece fans out to every destination whose need contains it, so
+//!    a broadcast costs one device-to-host copy.
 //! 4. The staging space of each memory is sized in one pass and taken from the staging pool.
 //! 5. The tree is emitted hop by hop, each hop depending on the previous one.
 //! 6. Every destination memory becomes up to date for all of its reader regions.
@@ -113,6 +113,10 @@ impl InstructionGraphGenerator {
         // (1) what to copy, by source and destination
         let mut direct: BTreeMap<(MemoryId, MemoryId), Vec<Region>> = BTreeMap::new();
         let mut staged: BTreeMap<MemoryId, Vec<Region>> = BTreeMap::new();
+        // What each destination needs staged, per source: a staged piece fans out exactly to the
+        // destinations whose needs contain it (the symmetric split below makes every piece lie
+        // wholly inside or outside each need).
+        let mut staged_needs: BTreeMap<MemoryId, Vec<(MemoryId, Region)>> = BTreeMap::new();
         for (dest, reads) in reads_by_memory.iter() {
             let dest_index = dest.0 as usize;
             for read in reads {
@@ -139,6 +143,10 @@ impl InstructionGraphGenerator {
                             if self.system.can_copy(source, dest) {
                                 direct.entry((source, dest)).or_default().push(copy);
                             } else {
+                                staged_needs
+                                    .entry(source)
+                                    .or_default()
+                                    .push((dest, copy.clone()));
                                 staged.entry(source).or_default().push(copy);
                             }
                         }
@@ -197,16 +205,21 @@ impl InstructionGraphGenerator {
                 });
 
                 // fan out to every device memory that still lacks the region (a broadcast)
-                let up_to_date = buffer.up_to_date.get_region_values(&region);
-                for (dest, dest_reads) in reads_by_memory.iter() {
+                let needs = &staged_needs[&source];
+                // Destinations in memory order, each once.
+                let mut destinations: Vec<MemoryId> = needs
+                    .iter()
+                    .filter(|(_, need)| need.intersects(&region))
+                    .map(|(d, _)| *d)
+                    .collect();
+                destinations.sort();
+                destinations.dedup();
+                for dest in destinations {
                     let dest_index = dest.0 as usize;
-                    if dest < MemoryId::FIRST_DEVICE
-                        || dest == source
-                        || up_to_date.first().is_some_and(|(_, m)| m.contains(dest))
+                    if !needs
+                        .iter()
+                        .any(|(d, need)| *d == dest && need.intersects(&region))
                     {
-                        continue;
-                    }
-                    if !dest_reads.iter().any(|r| r.intersects(&region)) {
                         continue;
                     }
                     let dest_alloc = buffer.memories[dest_index].contiguous(&bbox);

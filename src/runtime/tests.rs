@@ -453,3 +453,80 @@ fn reduction_slots_start_at_the_identity_of_their_operator() {
         rt.shutdown().unwrap();
     }
 }
+
+#[test]
+fn shutdown_reports_a_failure_no_earlier_call_reported() {
+    let mut rt = Runtime::start(config(2, true, Lookahead::Auto)).unwrap();
+    let failing: Launcher = Arc::new(|_: &KernelInvocation, _: &LaunchEnvironment| {
+        Err(crate::Error::new(
+            crate::ErrorKind::TaskFailed,
+            "kernel returned 3",
+        ))
+    });
+    rt.submit(
+        TaskSpec::MasterNode,
+        CommandGroup::new().name("late failure"),
+        failing,
+    )
+    .unwrap();
+    let error = rt.shutdown().unwrap_err();
+    assert_eq!(error.kind(), crate::ErrorKind::TaskFailed);
+    assert!(
+        error.message().contains("late failure"),
+        "{}",
+        error.message()
+    );
+    assert!(rt.shutdown().is_ok(), "shutdown is idempotent");
+}
+
+#[test]
+fn a_neighborhood_read_after_a_one_to_one_read_of_host_data_on_four_devices() {
+    // Regression: the instruction graph asserted "box is not allocated contiguously" here.
+    for cfg in configurations() {
+        let mut rt = Runtime::start(cfg).unwrap();
+        let n = 200usize;
+        let data: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let input = rt
+            .create_buffer(1, Range::new(n, 1, 1), 8, 8, Some(&bytes))
+            .unwrap();
+        let output = rt
+            .create_buffer(1, Range::new(n, 1, 1), 8, 8, None)
+            .unwrap();
+        let spec = TaskSpec::DeviceKernel {
+            dims: 1,
+            range: Range::new(n, 1, 1),
+            offset: Id::default(),
+        };
+        let cg = CommandGroup::new().access(input, AccessMode::Read, RangeMapper::OneToOne);
+        rt.submit(spec, cg, launcher(|_| {})).unwrap();
+        let cg = CommandGroup::new()
+            .access(
+                input,
+                AccessMode::Read,
+                RangeMapper::Neighborhood([1, 0, 0]),
+            )
+            .access(output, AccessMode::DiscardWrite, RangeMapper::OneToOne);
+        let kernel = launcher(move |inv| {
+            for_each(&inv.chunk, |[i, _, _]| {
+                let left = if i == 0 { 0 } else { i - 1 };
+                let right = (i + 1).min(n - 1);
+                // SAFETY: the neighbourhood and one_to_one mappers cover these elements.
+                unsafe {
+                    *element(inv, 1, [i, 0, 0]) =
+                        *element(inv, 0, [left, 0, 0]) + *element(inv, 0, [right, 0, 0])
+                };
+            });
+        });
+        rt.submit(spec, cg, kernel).unwrap();
+        rt.wait().unwrap();
+        let result = fence_all(&mut rt, output, n);
+        for (i, &value) in result.iter().enumerate() {
+            assert_eq!(
+                value,
+                (if i == 0 { 0 } else { i - 1 } + (i + 1).min(n - 1)) as f64
+            );
+        }
+        rt.shutdown().unwrap();
+    }
+}

@@ -20,10 +20,15 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use crate::command::{CommandGraphGenerator, CommandKind, CommandRef};
+use crate::debug::json_string;
+use crate::debug::trace::{SCHEDULER_TRACK, TraceLog};
 use crate::error::{Error, Result};
+use crate::executor::payload::promise_of;
 use crate::grid::Range;
 use crate::instruction::{Batch, InstructionGraphGenerator, SchedulingHint};
 use crate::runtime::config::Lookahead;
@@ -69,26 +74,46 @@ pub trait SchedulerSink: Send {
     fn batch(&mut self, batch: Batch);
     /// A generation error, reported at the next synchronising call.
     fn error(&mut self, error: Error);
+    /// The scheduler failed for good and will produce no shutdown epoch: the executor must stop
+    /// once its in-flight work is done.
+    fn abort(&mut self);
+}
+
+/// What the scheduler thread hands back when it ends: its generators (whose recorders hold the
+/// command and instruction graphs with `print_graphs=on`) and its trace (with `trace_file`).
+pub struct SchedulerOutput {
+    /// The command graph generator.
+    pub cdag: CommandGraphGenerator,
+    /// The instruction graph generator.
+    pub idag: InstructionGraphGenerator,
+    /// The scheduler's trace slices.
+    pub trace: Option<TraceLog>,
 }
 
 /// The application side of the scheduler thread.
 pub struct SchedulerHandle {
     sender: Sender<SchedulerEvent>,
-    thread: Option<JoinHandle<()>>,
+    thread: Option<JoinHandle<SchedulerOutput>>,
 }
 
 impl SchedulerHandle {
-    /// Starts the scheduler thread over the two generators of this node.
+    /// Starts the scheduler thread over the two generators of this node; with `trace`, it
+    /// records a slice per task and per compiled command.
     pub fn start(
         cdag: CommandGraphGenerator,
         idag: InstructionGraphGenerator,
         lookahead: Lookahead,
         sink: Box<dyn SchedulerSink>,
+        trace: Option<TraceLog>,
     ) -> Result<Self> {
         let (sender, receiver) = unbounded();
         let thread = std::thread::Builder::new()
             .name("celerity-scheduler".into())
-            .spawn(move || Scheduler::new(cdag, idag, lookahead, sink).run(receiver))
+            .spawn(move || {
+                let mut scheduler = Scheduler::new(cdag, idag, lookahead, sink);
+                scheduler.trace = trace;
+                scheduler.run(receiver)
+            })
             .map_err(|e| Error::internal(format!("cannot start the scheduler thread: {e}")))?;
         Ok(Self {
             sender,
@@ -107,11 +132,9 @@ impl SchedulerHandle {
         let _ = self.sender.send(event);
     }
 
-    /// Waits for the scheduler thread to end (after the shutdown epoch).
-    pub fn join(&mut self) {
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+    /// Waits for the scheduler thread to end (after the shutdown epoch) and takes its output.
+    pub fn join(&mut self) -> Option<SchedulerOutput> {
+        self.thread.take().and_then(|thread| thread.join().ok())
     }
 }
 
@@ -132,6 +155,9 @@ pub struct Scheduler {
     /// Horizon commands queued after the last command that could merge with later ones.
     horizons_since_mergeable: usize,
     shutdown: bool,
+    trace: Option<TraceLog>,
+    /// Set after a panic inside a generator: later tasks only get their promises failed.
+    broken: Option<Error>,
 }
 
 impl Scheduler {
@@ -150,15 +176,59 @@ impl Scheduler {
             queue: VecDeque::new(),
             horizons_since_mergeable: 0,
             shutdown: false,
+            trace: None,
+            broken: None,
         }
     }
 
-    fn run(mut self, receiver: Receiver<SchedulerEvent>) {
+    fn run(mut self, receiver: Receiver<SchedulerEvent>) -> SchedulerOutput {
+        if let Some(trace) = &mut self.trace {
+            trace.name_track(SCHEDULER_TRACK, "scheduler");
+        }
         while let Ok(event) = receiver.recv() {
-            self.handle(event);
+            let task = match &event {
+                SchedulerEvent::Task(task) => Some(task.clone()),
+                _ => None,
+            };
+            if let Some(broken) = self.broken.clone() {
+                if let Some(task) = task {
+                    self.fail_task(&task, &broken);
+                }
+            } else if let Err(payload) = catch_unwind(AssertUnwindSafe(|| self.handle(event))) {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                let error = Error::internal(format!(
+                    "the scheduler failed (a bug in celerity, please report it): {message}"
+                ));
+                self.sink.error(error.clone());
+                self.broken = Some(error.clone());
+                if let Some(task) = task {
+                    self.fail_task(&task, &error);
+                }
+            }
             if self.shutdown {
                 break;
             }
+        }
+        SchedulerOutput {
+            cdag: self.cdag,
+            idag: self.idag,
+            trace: self.trace,
+        }
+    }
+
+    /// Fails whatever waits for `task` (its fence or epoch promise); a shutdown epoch also stops
+    /// the executor, since no shutdown instruction will reach it.
+    fn fail_task(&mut self, task: &Arc<Task>, error: &Error) {
+        if let Some(promise) = promise_of(task) {
+            promise.fulfill(Err(error.clone()));
+        }
+        if task.epoch_action() == Some(EpochAction::Shutdown) {
+            self.sink.abort();
+            self.shutdown = true;
         }
     }
 
@@ -203,7 +273,18 @@ impl Scheduler {
     }
 
     fn task(&mut self, task: &Arc<Task>) {
-        let commands = match self.cdag.build_task(task) {
+        let start = self.trace.as_ref().map(TraceLog::now_us);
+        let built = self.cdag.build_task(task);
+        if let (Some(trace), Some(start)) = (&mut self.trace, start) {
+            let args = vec![("task", json_string(&task.id().to_string()))];
+            trace.span(
+                SCHEDULER_TRACK,
+                format!("build {}", task.label()),
+                start,
+                args,
+            );
+        }
+        let commands = match built {
             Ok(commands) => commands,
             Err(error) => {
                 self.sink
@@ -261,8 +342,9 @@ impl Scheduler {
     }
 
     fn compile(&mut self, queued: Queued) {
+        let start = self.trace.as_ref().map(TraceLog::now_us);
         let batch = match queued {
-            Queued::Command(command, _) => match self.idag.compile(&command) {
+            Queued::Command(command, _) => match self.traced_compile(&command, start) {
                 Ok(batch) => batch,
                 Err(error) => {
                     self.sink
@@ -287,5 +369,21 @@ impl Scheduler {
         if !batch.0.is_empty() || !batch.1.is_empty() {
             self.sink.batch(batch);
         }
+    }
+
+    fn traced_compile(&mut self, command: &CommandRef, start: Option<f64>) -> Result<Batch> {
+        let batch = self.idag.compile(command);
+        if let (Some(trace), Some(start)) = (&mut self.trace, start) {
+            let mut args = vec![
+                ("command", json_string(&command.id().to_string())),
+                ("task", json_string(&command.task().id().to_string())),
+            ];
+            if let Ok((instructions, _)) = &batch {
+                args.push(("instructions", instructions.len().to_string()));
+            }
+            let name = format!("compile {} {}", command.kind().name(), command.id());
+            trace.span(SCHEDULER_TRACK, name, start, args);
+        }
+        batch
     }
 }

@@ -87,6 +87,8 @@ struct BufferRegions {
     bid: BufferId,
     consumed: Region,
     produced: Region,
+    /// Bounding box of `consumed` (a cheap filter for the anti-dependency scan).
+    consumed_bounds: GridBox,
 }
 
 /// The accesses of a task, with the task-level regions (one chunk spanning the whole iteration
@@ -95,11 +97,18 @@ struct BufferRegions {
 pub struct BufferAccessMap {
     task: TaskId,
     geometry: TaskGeometry,
+    /// The accesses and per-buffer regions, boxed so that tasks stay small (they are moved into
+    /// their `Arc` and most of them have no or few accesses); `None` without accesses.
+    data: Option<Box<AccessData>>,
+    /// Set once a clamped custom mapper result has been reported for this task.
+    clamp_warned: AtomicBool,
+}
+
+#[derive(Debug)]
+struct AccessData {
     accesses: SmallVec<[BufferAccess; 2]>,
     /// One entry per accessed buffer, in order of first access.
     buffers: SmallVec<[BufferRegions; 2]>,
-    /// Set once a clamped custom mapper result has been reported for this task.
-    clamp_warned: AtomicBool,
 }
 
 /// Returned for buffers a task does not access.
@@ -117,11 +126,13 @@ impl BufferAccessMap {
         let mut map = BufferAccessMap {
             task,
             geometry,
-            accesses,
-            buffers: SmallVec::new(),
+            data: None,
             clamp_warned: AtomicBool::new(false),
         };
-        map.compute_task_regions();
+        if !accesses.is_empty() {
+            let buffers = map.compute_task_regions(&accesses);
+            map.data = Some(Box::new(AccessData { accesses, buffers }));
+        }
         map
     }
 
@@ -131,11 +142,12 @@ impl BufferAccessMap {
     }
 
     /// Fills `buffers`: per buffer, the union of its consuming and of its producing accesses.
-    fn compute_task_regions(&mut self) {
+    fn compute_task_regions(&self, accesses: &[BufferAccess]) -> SmallVec<[BufferRegions; 2]> {
         let whole = self.whole_chunk();
-        for i in 0..self.accesses.len() {
-            let (bid, mode) = (self.accesses[i].bid, self.accesses[i].mode);
-            let region = self.evaluate(i, &whole);
+        let mut buffers: SmallVec<[BufferRegions; 2]> = SmallVec::new();
+        for (i, acc) in accesses.iter().enumerate() {
+            let (bid, mode) = (acc.bid, acc.mode);
+            let region = self.evaluate_access(i, acc, &whole);
             let consumed = if mode.is_consumer() {
                 region.clone()
             } else {
@@ -146,19 +158,34 @@ impl BufferAccessMap {
             } else {
                 Region::new()
             };
-            match self.buffers.iter_mut().find(|b| b.bid == bid) {
+            match buffers.iter_mut().find(|b| b.bid == bid) {
                 Some(entry) => {
                     // a second access to the buffer: unite (rare, so plain unions suffice)
                     entry.consumed = entry.consumed.union(&consumed);
                     entry.produced = entry.produced.union(&produced);
                 }
-                None => self.buffers.push(BufferRegions {
+                None => buffers.push(BufferRegions {
                     bid,
                     consumed,
                     produced,
+                    consumed_bounds: GridBox::EMPTY,
                 }),
             }
         }
+        for b in &mut buffers {
+            b.consumed_bounds = b.consumed.bounding_box();
+        }
+        buffers
+    }
+
+    #[inline]
+    fn accesses_slice(&self) -> &[BufferAccess] {
+        self.data.as_deref().map_or(&[], |d| &d.accesses)
+    }
+
+    #[inline]
+    fn buffers_slice(&self) -> &[BufferRegions] {
+        self.data.as_deref().map_or(&[], |d| &d.buffers)
     }
 
     fn whole_chunk(&self) -> Chunk {
@@ -178,7 +205,10 @@ impl BufferAccessMap {
 
     /// Runs the mapper of access `i` and reports a clamped custom result once per task.
     fn evaluate(&self, i: usize, chunk: &Chunk) -> Region {
-        let acc = &self.accesses[i];
+        self.evaluate_access(i, &self.accesses_slice()[i], chunk)
+    }
+
+    fn evaluate_access(&self, i: usize, acc: &BufferAccess, chunk: &Chunk) -> Region {
         let Mapped {
             region,
             clamped_from,
@@ -204,36 +234,44 @@ impl BufferAccessMap {
 
     /// The accesses, in submission order (the accessor index of the C ABI).
     pub fn accesses(&self) -> &[BufferAccess] {
-        &self.accesses
+        self.accesses_slice()
     }
 
     /// Number of accesses.
     pub fn num_accesses(&self) -> usize {
-        self.accesses.len()
+        self.accesses_slice().len()
     }
 
     /// Buffer and mode of access `n`.
     pub fn nth_access(&self, n: usize) -> (BufferId, AccessMode) {
-        (self.accesses[n].bid, self.accesses[n].mode)
+        let acc = &self.accesses_slice()[n];
+        (acc.bid, acc.mode)
     }
 
     /// The accessed buffers, each once, in order of first access.
     pub fn accessed_buffers(&self) -> impl ExactSizeIterator<Item = BufferId> + '_ {
-        self.buffers.iter().map(|b| b.bid)
+        self.buffers_slice().iter().map(|b| b.bid)
     }
 
     /// True if some access targets `bid`.
     pub fn accesses_buffer(&self, bid: BufferId) -> bool {
-        self.buffers.iter().any(|b| b.bid == bid)
+        self.buffers_slice().iter().any(|b| b.bid == bid)
     }
 
     fn regions_of(&self, bid: BufferId) -> Option<&BufferRegions> {
-        self.buffers.iter().find(|b| b.bid == bid)
+        self.buffers_slice().iter().find(|b| b.bid == bid)
     }
 
     /// Union of the consuming accesses to `bid` over the whole task (empty if none).
     pub fn task_consumed_region(&self, bid: BufferId) -> &Region {
         self.regions_of(bid).map_or(&EMPTY_REGION, |b| &b.consumed)
+    }
+
+    /// Bounding box of [`BufferAccessMap::task_consumed_region`].
+    #[inline]
+    pub fn task_consumed_bounds(&self, bid: BufferId) -> GridBox {
+        self.regions_of(bid)
+            .map_or(GridBox::EMPTY, |b| b.consumed_bounds)
     }
 
     /// Union of the producing accesses to `bid` over the whole task (empty if none).
@@ -246,6 +284,18 @@ impl BufferAccessMap {
         self.evaluate(n, &self.chunk_of(execution_range))
     }
 
+    /// The bounding box of [`BufferAccessMap::requirements_for_nth_access`], without building
+    /// the region for built-in mappers (a custom mapper is evaluated as there, clamp warning
+    /// included).
+    pub fn bounds_for_nth_access(&self, n: usize, execution_range: &GridBox) -> GridBox {
+        let acc = &self.accesses_slice()[n];
+        let chunk = self.chunk_of(execution_range);
+        match acc.mapper.bounds(&chunk, acc.buffer_range) {
+            Some(bounds) => bounds,
+            None => self.evaluate_access(n, acc, &chunk).bounding_box(),
+        }
+    }
+
     fn union_of_accesses(
         &self,
         bid: BufferId,
@@ -254,7 +304,7 @@ impl BufferAccessMap {
     ) -> Region {
         let chunk = self.chunk_of(execution_range);
         let mut builder = RegionBuilder::new();
-        for (i, acc) in self.accesses.iter().enumerate() {
+        for (i, acc) in self.accesses_slice().iter().enumerate() {
             if acc.bid == bid && keep(acc.mode) {
                 builder.add_region(&self.evaluate(i, &chunk));
             }
@@ -280,7 +330,7 @@ impl BufferAccessMap {
         execution_range: &GridBox,
     ) -> BoxVec {
         let chunk = self.chunk_of(execution_range);
-        self.accesses
+        self.accesses_slice()
             .iter()
             .enumerate()
             .filter(|(_, acc)| acc.bid == bid)

@@ -636,19 +636,15 @@ impl TaskManager {
             }
             let buffer = &self.buffers[bid];
             let mut uninitialized = RegionBuilder::new();
-            for (b, writer) in buffer.last_writers.get_region_values(consumed) {
-                match writer {
-                    Some(w) => deps.add(
-                        &self.graph,
-                        w,
-                        DependencyKind::True,
-                        DependencyOrigin::Dataflow,
-                    ),
+            let graph = &self.graph;
+            buffer
+                .last_writers
+                .query_region(consumed, |b, writer| match *writer {
+                    Some(w) => deps.add(graph, w, DependencyKind::True, DependencyOrigin::Dataflow),
                     None => {
                         uninitialized.add_box(b);
                     }
-                }
-            }
+                });
             if !uninitialized.is_empty() && self.config.uninitialized_read != ErrorPolicy::Ignore {
                 let message =
                     self.uninitialized_read_message(task, *bid, uninitialized.into_region());
@@ -666,16 +662,25 @@ impl TaskManager {
             }
             let buffer = self.buffers.get_mut(bid).expect("validated buffer");
             let mut writers: SmallVec<[TaskId; 4]> = SmallVec::new();
-            for (_, writer) in buffer.last_writers.get_region_values(produced) {
-                match writer {
+            buffer
+                .last_writers
+                .query_region(produced, |_, writer| match *writer {
                     Some(w) if !writers.contains(&w) => writers.push(w),
                     _ => {}
-                }
-            }
+                });
+            let produced_bounds = produced.bounding_box();
             for w in writers {
                 let mut has_anti_dependents = false;
                 for &dependent in self.graph.dependents(w) {
                     let reader = self.graph.get(dependent).expect("live dependent");
+                    // bounding boxes first: most dependents read elsewhere or not at all
+                    let reader_map = reader.access_map();
+                    if !reader_map
+                        .task_consumed_bounds(*bid)
+                        .intersects(&produced_bounds)
+                    {
+                        continue;
+                    }
                     if reader
                         .access_map()
                         .task_consumed_region(*bid)

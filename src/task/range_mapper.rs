@@ -219,6 +219,38 @@ impl RangeMapper {
         Ok(())
     }
 
+    /// The bounding box of [`RangeMapper::map`]'s region, computed without building the region
+    /// for the built-in mappers; `None` for a custom mapper (call [`RangeMapper::map`]).
+    pub fn bounds(&self, chunk: &Chunk, buffer_range: Range) -> Option<GridBox> {
+        let full = GridBox::full_range(buffer_range);
+        let interior = chunk.as_box();
+        let bounds = match self {
+            RangeMapper::OneToOne => interior,
+            RangeMapper::All => full,
+            RangeMapper::Fixed(sr) => saturating_box(*sr),
+            RangeMapper::Slice(dim) => {
+                if interior.is_empty() || *dim >= 3 {
+                    GridBox::EMPTY
+                } else {
+                    let (mut min, mut max) = (*interior.min_arr(), *interior.max_arr());
+                    min[*dim] = 0;
+                    max[*dim] = buffer_range[*dim];
+                    GridBox::from_arrays(min, max)
+                }
+            }
+            // the cross's bounding box is the box grown along every axis
+            RangeMapper::Neighborhood(n) | RangeMapper::NeighborhoodAlongAxes(n) => {
+                if interior.is_empty() {
+                    GridBox::EMPTY
+                } else {
+                    (0..3).fold(interior, |b, d| grow_along(&b, d, n[d]))
+                }
+            }
+            RangeMapper::Custom(_) => return None,
+        };
+        Some(bounds.intersection(&full))
+    }
+
     /// The region this mapper yields for `chunk` on a buffer of `buffer_range`, clamped to it.
     pub fn map(&self, chunk: &Chunk, buffer_dims: usize, buffer_range: Range) -> Mapped {
         let full = GridBox::full_range(buffer_range);

@@ -646,3 +646,31 @@ fn host_staging_keeps_concurrent_kernels_independent() {
     assert!(!ctx.depends_transitively(k[4].id(), k[2].id()));
     assert!(!ctx.depends_transitively(k[5].id(), k[3].id()));
 }
+
+#[test]
+fn staged_neighborhood_reads_fan_out_only_to_devices_that_need_each_piece() {
+    for split_2d in [false, true] {
+        let mut ctx = Ctx::builder().devices(4).peer_copies(false).build();
+        let buf = ctx.buffer(&[64, 64], false);
+        let mut write = CommandGroup::new().discard_write(buf, RangeMapper::OneToOne);
+        let mut read = CommandGroup::new().read(buf, RangeMapper::Neighborhood([1, 1, 0]));
+        if split_2d {
+            write = write.hint_split_2d();
+            read = read.hint_split_2d();
+        }
+        ctx.device(&[64, 64], write);
+        ctx.device(&[64, 64], read);
+        // every host-to-device copy lands in a device whose reader needs exactly that piece
+        let kernels = ctx.select(is_kernel);
+        for c in ctx.select(is_copy) {
+            let (s, d, region, _) = copy_info(c);
+            if s == MemoryId::HOST && d >= MemoryId::FIRST_DEVICE {
+                let reader = kernels[kernels.len() - 4 + (d.0 - 2) as usize];
+                let InstructionKind::DeviceKernel { accesses, .. } = reader.kind() else {
+                    unreachable!()
+                };
+                assert!(accesses[0].accessed_box.covers(&region.bounding_box()));
+            }
+        }
+    }
+}
