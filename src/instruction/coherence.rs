@@ -121,14 +121,14 @@ impl InstructionGraphGenerator {
             let dest_index = dest.0 as usize;
             for read in reads {
                 let mut by_writer: BoxGroups<(MemoryId, InstructionId)> = BoxGroups::new();
-                for (b, mask) in buffer.up_to_date.get_region_values(read) {
+                buffer.up_to_date.query_region(read, |b, mask| {
                     if mask.is_empty() || mask.contains(dest) {
-                        continue; // up to date, or uninitialised (reported elsewhere)
+                        return; // up to date, or uninitialised (reported elsewhere)
                     }
-                    for (wb, w) in buffer.original_writers.get_box_values(&b) {
+                    buffer.original_writers.query_box(&b, |wb, w| {
                         by_writer.add((w.memory, w.writer), wb);
-                    }
-                }
+                    });
+                });
                 for ((source, _), source_region) in by_writer.into_regions() {
                     for source_alloc in &buffer.memories[source.0 as usize].allocations {
                         let in_source = clip(&source_region, &source_alloc.allocated_box);
