@@ -130,12 +130,20 @@ impl InstructionGraphGenerator {
                     });
                 });
                 for ((source, _), source_region) in by_writer.into_regions() {
+                    let source_bounds = source_region.bounding_box();
                     for source_alloc in &buffer.memories[source.0 as usize].allocations {
+                        if !source_alloc.allocated_box.intersects(&source_bounds) {
+                            continue;
+                        }
                         let in_source = clip(&source_region, &source_alloc.allocated_box);
                         if in_source.is_empty() {
                             continue;
                         }
+                        let in_source_bounds = in_source.bounding_box();
                         for dest_alloc in &buffer.memories[dest_index].allocations {
+                            if !dest_alloc.allocated_box.intersects(&in_source_bounds) {
+                                continue;
+                            }
                             let copy = clip(&in_source, &dest_alloc.allocated_box);
                             if copy.is_empty() {
                                 continue;

@@ -43,6 +43,20 @@ fn touched_buffers(task: &Task) -> Vec<BufferId> {
     bids
 }
 
+/// Per buffer of a chunk: buffer, reads, writes (reduction outputs included), bounds of both.
+type AccessSets = (BufferId, Region, Region, GridBox);
+
+/// The allocations of `memory` that intersect `bounds`.
+fn touched_mut<'a>(
+    memory: &'a mut super::buffer_state::BufferMemory,
+    bounds: &'a GridBox,
+) -> impl Iterator<Item = &'a mut super::buffer_state::BufferAllocation> {
+    memory
+        .allocations
+        .iter_mut()
+        .filter(move |a| a.allocated_box.intersects(bounds))
+}
+
 impl InstructionGraphGenerator {
     pub(super) fn compile_execution(
         &mut self,
@@ -440,8 +454,8 @@ impl InstructionGraphGenerator {
         requirements: &[ChunkRequirements],
         instructions: &[InstructionId],
     ) {
-        // per chunk, per buffer: (reads, writes including reduction outputs)
-        let sets: Vec<Vec<(BufferId, Region, Region)>> = requirements
+        // per chunk, per buffer: reads, writes (including reduction outputs) and their bounds
+        let sets: Vec<Vec<AccessSets>> = requirements
             .iter()
             .map(|r| {
                 r.buffers
@@ -452,17 +466,22 @@ impl InstructionGraphGenerator {
                         } else {
                             b.writes.clone()
                         };
-                        (b.bid, b.reads.clone(), writes)
+                        let bounds = b.reads.bounding_box().bounding_box(&writes.bounding_box());
+                        (b.bid, b.reads.clone(), writes, bounds)
                     })
-                    .filter(|(_, r, w)| !r.is_empty() || !w.is_empty())
+                    .filter(|(_, r, w, _)| !r.is_empty() || !w.is_empty())
                     .collect()
             })
             .collect();
 
         for ((c, set), &instruction) in chunks.iter().zip(&sets).zip(instructions) {
-            for (bid, reads, writes) in set {
+            for (bid, reads, writes, bounds) in set {
                 let buffer = &self.buffers[bid];
-                for allocation in &buffer.memories[c.memory.0 as usize].allocations {
+                let touched = buffer.memories[c.memory.0 as usize]
+                    .allocations
+                    .iter()
+                    .filter(|a| a.allocated_box.intersects(bounds));
+                for allocation in touched {
                     let b = &allocation.allocated_box;
                     self.em.add_dependencies_on_last_writers(
                         instruction,
@@ -481,14 +500,14 @@ impl InstructionGraphGenerator {
         if let ([c], [set], [instruction]) = (chunks, sets.as_slice(), instructions) {
             // A single writer: reads of written elements are superseded by the write, and the
             // write is atomic, which needs half the tracking updates of the general case.
-            for (bid, reads, writes) in set {
+            for (bid, reads, writes, bounds) in set {
                 let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
                 let read_only = if writes.is_empty() {
                     reads.clone()
                 } else {
                     reads.difference(writes)
                 };
-                for allocation in &mut buffer.memories[c.memory.0 as usize].allocations {
+                for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
                     let b = allocation.allocated_box;
                     allocation.track_concurrent_read(&clip(&read_only, &b), *instruction);
                     allocation.track_atomic_write(&clip(writes, &b), *instruction);
@@ -498,17 +517,17 @@ impl InstructionGraphGenerator {
             return;
         }
         for (c, set) in chunks.iter().zip(&sets) {
-            for (bid, _, writes) in set {
+            for (bid, _, writes, bounds) in set {
                 let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
-                for allocation in &mut buffer.memories[c.memory.0 as usize].allocations {
+                for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
                     allocation.begin_concurrent_writes(&clip(writes, &allocation.allocated_box));
                 }
             }
         }
         for ((c, set), &instruction) in chunks.iter().zip(&sets).zip(instructions) {
-            for (bid, reads, writes) in set {
+            for (bid, reads, writes, bounds) in set {
                 let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
-                for allocation in &mut buffer.memories[c.memory.0 as usize].allocations {
+                for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
                     let b = allocation.allocated_box;
                     allocation.track_concurrent_read(&clip(reads, &b), instruction);
                     allocation.track_concurrent_write(&clip(writes, &b), instruction);
