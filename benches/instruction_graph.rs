@@ -35,12 +35,16 @@ const NUM_NODES: usize = 2;
 struct Pipeline {
     cggen: CommandGraphGenerator,
     iggen: InstructionGraphGenerator,
+    /// `IDAG_SKIP=1`: build commands but compile nothing (the share of the upstream layers).
+    skip_idag: bool,
 }
 
 impl Pipeline {
     fn task_created(&mut self, task: &Arc<Task>) {
         for command in self.cggen.build_task(task).expect("build_task") {
-            black_box(self.iggen.compile(&command).expect("compile"));
+            if !self.skip_idag {
+                black_box(self.iggen.compile(&command).expect("compile"));
+            }
         }
     }
 }
@@ -62,6 +66,7 @@ impl Ctx {
         };
         let pipeline = Arc::new(Mutex::new(Pipeline {
             cggen: CommandGraphGenerator::new(NUM_NODES, NodeId(0), cdag_policies).expect("cggen"),
+            skip_idag: std::env::var_os("IDAG_SKIP").is_some(),
             iggen: InstructionGraphGenerator::new(
                 system,
                 NodeId(0),
@@ -145,7 +150,36 @@ fn run_group(c: &mut Criterion, title: &str, device_tasks: bool) {
     }
 }
 
+/// `IG_RUN="<devices> <topology prefix> <iterations> [device]"` runs one topology that often without
+/// criterion (for `perf stat` instruction counts, which a loaded machine does not distort).
+fn direct_run() -> bool {
+    let Ok(spec) = std::env::var("IG_RUN") else {
+        return false;
+    };
+    let mut parts = spec.split_whitespace();
+    let devices: usize = parts.next().and_then(|d| d.parse().ok()).expect("devices");
+    let prefix = parts.next().expect("topology");
+    let iterations: usize = parts
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("iterations");
+    let device_tasks = parts.next() == Some("device");
+    let (_, build) = topologies::all::<Ctx>()
+        .into_iter()
+        .find(|(name, _)| name.starts_with(prefix))
+        .expect("unknown topology");
+    for _ in 0..iterations {
+        let mut ctx = Ctx::new(devices, true, device_tasks);
+        build(&mut ctx);
+        drop(black_box(ctx));
+    }
+    true
+}
+
 fn instruction_graph(c: &mut Criterion) {
+    if direct_run() {
+        std::process::exit(0);
+    }
     run_group(c, "instruction graph", false);
     run_group(c, "instruction graph (device tasks)", true);
 }

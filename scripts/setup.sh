@@ -12,6 +12,7 @@ declare -A wanted=(
     [libopenmpi-dev]=/usr/bin/mpicc
     [openmpi-bin]=/usr/bin/mpirun
     [libclang-dev]=/usr/lib/llvm-14/lib/libclang.so
+    [graphviz]=/usr/bin/dot
 )
 
 missing=()

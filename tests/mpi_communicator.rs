@@ -4,7 +4,7 @@
 //! itself under `mpirun -n 2`, `-n 3` and `-n 4` and checks that every rank passes. Each rank
 //! exchanges pilots and strided payloads of different shapes with every other rank (posting
 //! receives both before and after the pilots arrive), uses cloned communicators concurrently
-//! from several threads, and meets at barriers.
+//! from several threads, meets at barriers and gathers byte strings of different lengths.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -169,6 +169,21 @@ fn rank_main() {
         thread.join().unwrap();
     }
     world.collective_barrier().unwrap();
+    // Gathers of byte strings of different lengths (one empty) onto rank 0 and the last rank.
+    let me = world.local_node().0 as usize;
+    let size = world.num_nodes();
+    for root in [0, size - 1] {
+        let mine = vec![me as u8; me * 3];
+        let gathered = world
+            .collective_gather_bytes(NodeId(root as u64), &mine)
+            .unwrap();
+        if me == root {
+            let expected: Vec<Vec<u8>> = (0..size).map(|r| vec![r as u8; r * 3]).collect();
+            assert_eq!(gathered, Some(expected));
+        } else {
+            assert_eq!(gathered, None);
+        }
+    }
     drop(world);
     println!("rank ok");
 }

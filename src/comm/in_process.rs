@@ -26,6 +26,8 @@ struct Group {
     inboxes: Vec<Mutex<Vec<InboundPilot>>>,
     mailbox: Mutex<HashMap<(NodeId, NodeId, MessageId), Vec<u8>>>,
     barrier: Barrier,
+    /// One slot per node for `collective_gather_bytes`.
+    gather: Mutex<Vec<Option<Vec<u8>>>>,
 }
 
 impl Group {
@@ -35,6 +37,7 @@ impl Group {
             inboxes: (0..num_nodes).map(|_| Mutex::new(Vec::new())).collect(),
             mailbox: Mutex::new(HashMap::new()),
             barrier: Barrier::new(num_nodes),
+            gather: Mutex::new(vec![None; num_nodes]),
         }
     }
 }
@@ -262,6 +265,33 @@ impl Communicator for InProcessCommunicator {
         self.group.barrier.wait();
         Ok(())
     }
+
+    fn collective_gather_bytes(
+        &mut self,
+        root: NodeId,
+        bytes: &[u8],
+    ) -> Result<Option<Vec<Vec<u8>>>> {
+        if root.0 as usize >= self.fabric.num_nodes {
+            return Err(Error::new(
+                ErrorKind::Communication,
+                format!("gather: root {root} is not a node of this run"),
+            ));
+        }
+        self.group.gather.lock()[self.node.0 as usize] = Some(bytes.to_vec());
+        // Everyone has deposited; the root collects; nobody deposits for the next gather until
+        // the root has collected.
+        self.group.barrier.wait();
+        let gathered = (self.node == root).then(|| {
+            self.group
+                .gather
+                .lock()
+                .iter_mut()
+                .map(|slot| slot.take().unwrap_or_default())
+                .collect()
+        });
+        self.group.barrier.wait();
+        Ok(gathered)
+    }
 }
 
 #[cfg(test)]
@@ -404,6 +434,41 @@ mod tests {
         let mut results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
         results.sort();
         assert_eq!(results, vec![(0, 0, 2), (1, 0, 0), (2, 0, 0)]);
+    }
+
+    #[test]
+    fn gathers_collect_every_nodes_bytes_on_the_root_only() {
+        let nodes = InProcessCommunicator::fabric(3);
+        let threads: Vec<_> = nodes
+            .into_iter()
+            .map(|mut comm| {
+                std::thread::spawn(move || {
+                    let me = comm.local_node().0 as u8;
+                    let first = comm
+                        .collective_gather_bytes(NodeId(1), &vec![me; me as usize + 1])
+                        .unwrap();
+                    let second = comm.collective_gather_bytes(NodeId(0), &[me + 10]).unwrap();
+                    (me, first, second)
+                })
+            })
+            .collect();
+        for thread in threads {
+            let (me, first, second) = thread.join().unwrap();
+            assert_eq!(first.is_some(), me == 1);
+            assert_eq!(second.is_some(), me == 0);
+            if let Some(all) = first {
+                assert_eq!(all, vec![vec![0], vec![1, 1], vec![2, 2, 2]]);
+            }
+            if let Some(all) = second {
+                assert_eq!(all, vec![vec![10], vec![11], vec![12]]);
+            }
+        }
+        let mut local = InProcessCommunicator::local();
+        assert_eq!(
+            local.collective_gather_bytes(NodeId(0), b"x").unwrap(),
+            Some(vec![b"x".to_vec()])
+        );
+        assert!(local.collective_gather_bytes(NodeId(1), b"x").is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //!   arrives (the receive arbiter matches them).
 //! * **Payloads** move a strided box straight from a sender's allocation into the receiver's
 //!   allocation ([`Stride`]); both calls return an [`AsyncEvent`] completed by [`Communicator::poll`].
-//! * **Collectives** (`collective_clone`, `collective_barrier`) must be called in the same order on
+//! * **Collectives** (`collective_clone`, `collective_barrier`, `collective_gather_bytes`) must be called in the same order on
 //!   every node. Clones are independent communicators that may be used from their own thread.
 //!
 //! Implementations: [`in_process`] (one or more nodes inside one process: the local
@@ -130,6 +130,15 @@ pub trait Communicator: Send {
 
     /// Blocks until every node has called it. Collective.
     fn collective_barrier(&mut self) -> Result<()>;
+
+    /// Gathers one byte string from every node onto `root`: `root` gets them indexed by node
+    /// id, the others `None`. Blocking and collective: every node calls it in the same order
+    /// (the runtime uses it at shutdown to collect the command graphs on node 0).
+    fn collective_gather_bytes(
+        &mut self,
+        root: NodeId,
+        bytes: &[u8],
+    ) -> Result<Option<Vec<Vec<u8>>>>;
 
     /// The address of the native communicator handle (`MPI_Comm*`) that collective host tasks
     /// may use, or 0 when there is none (the in-process fabric). Stable while `self` lives.

@@ -497,6 +497,86 @@ impl Communicator for MpiCommunicator {
     fn native_handle(&self) -> usize {
         &self.comm as *const ffi::MPI_Comm as usize
     }
+
+    fn collective_gather_bytes(
+        &mut self,
+        root: NodeId,
+        bytes: &[u8],
+    ) -> Result<Option<Vec<Vec<u8>>>> {
+        let root_rank = usize::try_from(root.0)
+            .ok()
+            .filter(|&r| r < self.size)
+            .ok_or_else(|| comm_error(format!("gather: root {root} is not a rank of this run")))?
+            as c_int;
+        let length = c_int::try_from(bytes.len())
+            .map_err(|_| comm_error(format!("gather: {} bytes exceed INT_MAX", bytes.len())))?;
+        let is_root = self.rank == root_rank as usize;
+        let mut lengths: Vec<c_int> = vec![0; if is_root { self.size } else { 0 }];
+        // SAFETY: the send buffer is one int; on the root the receive buffer holds one int per
+        // rank (on other ranks MPI ignores it); `comm` is valid while `self` lives.
+        check(
+            unsafe {
+                ffi::MPI_Gather(
+                    (&length as *const c_int).cast(),
+                    1,
+                    ffi::RSMPI_INT32_T,
+                    lengths.as_mut_ptr().cast(),
+                    1,
+                    ffi::RSMPI_INT32_T,
+                    root_rank,
+                    self.comm,
+                )
+            },
+            "MPI_Gather",
+        )?;
+        let mut displacements: Vec<c_int> = Vec::with_capacity(lengths.len());
+        let mut total = 0usize;
+        for &l in &lengths {
+            displacements.push(
+                c_int::try_from(total)
+                    .map_err(|_| comm_error("gather: more than INT_MAX bytes in total".into()))?,
+            );
+            total += l as usize;
+        }
+        // An empty Vec's dangling pointer is 0x1, which Open MPI reads as MPI_IN_PLACE: point
+        // empty buffers at a real byte instead.
+        let dummy = [0u8; 1];
+        let send_ptr = if bytes.is_empty() {
+            dummy.as_ptr()
+        } else {
+            bytes.as_ptr()
+        };
+        let mut gathered = vec![0u8; total.max(1)];
+        // SAFETY: `bytes` holds `length` bytes; on the root `gathered` holds the sum of all
+        // lengths, and `lengths`/`displacements` have one entry per rank describing disjoint
+        // parts of it (other ranks pass empty arrays, which MPI ignores there).
+        check(
+            unsafe {
+                ffi::MPI_Gatherv(
+                    send_ptr.cast(),
+                    length,
+                    ffi::RSMPI_UINT8_T,
+                    gathered.as_mut_ptr().cast(),
+                    lengths.as_ptr(),
+                    displacements.as_ptr(),
+                    ffi::RSMPI_UINT8_T,
+                    root_rank,
+                    self.comm,
+                )
+            },
+            "MPI_Gatherv",
+        )?;
+        if !is_root {
+            return Ok(None);
+        }
+        Ok(Some(
+            lengths
+                .iter()
+                .zip(&displacements)
+                .map(|(&l, &d)| gathered[d as usize..d as usize + l as usize].to_vec())
+                .collect(),
+        ))
+    }
 }
 
 impl Drop for MpiCommunicator {

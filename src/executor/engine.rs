@@ -158,6 +158,20 @@ impl OutOfOrderEngine {
         list
     }
 
+    /// Where `id` was assigned, if it has been (for the stall detector).
+    pub fn assignment_of(&self, id: InstructionId) -> Option<Assignment> {
+        let node = self.incomplete.get(&id)?;
+        match node.state {
+            State::Assigned { device, lane } => Some(Assignment {
+                id,
+                target: node.instruction.target,
+                device,
+                lane,
+            }),
+            _ => None,
+        }
+    }
+
     fn lanes(&mut self, target: Target, device: Option<DeviceId>) -> &mut Vec<Lane> {
         match (target, device) {
             (Target::HostQueue, _) => &mut self.host_lanes,

@@ -35,6 +35,7 @@ use crate::backend::event::{AsyncEvent, Completion};
 use crate::backend::interface::{AccessorInfo, Backend, CopyLane, KernelInvocation};
 use crate::backend::nd_memory::StridedBox;
 use crate::comm::{Communicator, OutboundPilot, Stride};
+use crate::debug::trace::TraceLog;
 use crate::error::{Error, Result};
 use crate::grid::{GridBox, Subrange};
 use crate::instruction::{
@@ -54,6 +55,11 @@ pub trait ExecutorDelegate: Send + Sync {
     fn epoch_reached(&self, task: TaskId);
     /// An instruction failed; the message names its task.
     fn async_error(&self, error: Error);
+    /// No instruction completed for `stall_timeout`; `report` lists what is pending (it is also
+    /// logged as a warning). Called once per stall.
+    fn stall_detected(&self, _report: &str) {}
+    /// The executor stopped; `trace` holds its slices (only with `ExecutorConfig::trace_epoch`).
+    fn trace_finished(&self, _trace: TraceLog) {}
 }
 
 /// Messages to the executor thread, processed in order.
@@ -75,12 +81,15 @@ pub enum ExecutorMessage {
 pub struct ExecutorConfig {
     /// Warn once per stall when no instruction completes for this long.
     pub stall_timeout: Duration,
+    /// Record a trace of executed instructions, timed from this instant (`trace_file`).
+    pub trace_epoch: Option<Instant>,
 }
 
 impl Default for ExecutorConfig {
     fn default() -> Self {
         Self {
             stall_timeout: Duration::from_secs(20),
+            trace_epoch: None,
         }
     }
 }
@@ -187,6 +196,8 @@ struct Executor {
     disconnected: bool,
     last_progress: Instant,
     stall_reported: bool,
+    /// Present only with `trace_file`: one check per dispatch and retirement otherwise.
+    trace: Option<Box<TraceLog>>,
 }
 
 fn task_context(task: &Task) -> String {
@@ -202,6 +213,9 @@ impl Executor {
         config: ExecutorConfig,
     ) -> Self {
         let num_devices = backend.system_info().devices.len();
+        let trace = config
+            .trace_epoch
+            .map(|epoch| Box::new(TraceLog::new(comm.local_node(), epoch)));
         Self {
             backend,
             comm,
@@ -222,6 +236,7 @@ impl Executor {
             disconnected: false,
             last_progress: Instant::now(),
             stall_reported: false,
+            trace,
         }
     }
 
@@ -265,6 +280,9 @@ impl Executor {
                 Duration::from_micros(50)
             };
             std::thread::park_timeout(timeout);
+        }
+        if let Some(trace) = self.trace.take() {
+            self.delegate.trace_finished(*trace);
         }
         self.finish()
     }
@@ -368,6 +386,9 @@ impl Executor {
     }
 
     fn complete(&mut self, id: InstructionId) {
+        if let Some(trace) = &mut self.trace {
+            trace.instruction_retired(id);
+        }
         self.engine.complete_assigned(id);
         self.instructions.remove(&id);
     }
@@ -402,6 +423,9 @@ impl Executor {
 
     fn dispatch(&mut self, assignment: Assignment) {
         let instruction = self.instructions[&assignment.id].clone();
+        if let Some(trace) = &mut self.trace {
+            trace.instruction_dispatched(&instruction, &assignment);
+        }
         match self.start(&instruction, assignment) {
             Ok((events, allocation)) if !events.is_empty() => self.in_flight.push(InFlight {
                 id: assignment.id,
@@ -775,51 +799,18 @@ impl Executor {
             return;
         }
         self.stall_reported = true;
-        let mut lines = Vec::new();
-        for (id, waiting_on) in self.engine.incomplete_instructions().into_iter().take(32) {
-            let description = self
-                .instructions
-                .get(&id)
-                .map_or("?".to_owned(), |i| describe(i));
-            let state = if waiting_on.is_empty() {
-                "running".to_owned()
-            } else {
-                format!("waiting on {waiting_on:?}")
-            };
-            lines.push(format!("  {id} {description}: {state}"));
-        }
-        for (transfer, posted) in self.arbiter.pending_transfers() {
-            lines.push(format!(
-                "  transfer {transfer}: {}",
-                if posted {
-                    "receive posted, payload or pilot missing"
-                } else {
-                    "pilot received, no receive posted yet"
-                }
-            ));
-        }
-        tracing::warn!(
-            "no instruction completed for {:.0?} on {}; pending:\n{}",
-            self.last_progress.elapsed(),
+        let transfers = self
+            .arbiter
+            .pending_transfers(self.comm.num_nodes(), self.comm.local_node());
+        let report = super::stall::report(
             self.comm.local_node(),
-            lines.join("\n")
+            self.last_progress.elapsed(),
+            &self.engine,
+            &self.instructions,
+            &transfers,
         );
-    }
-}
-
-fn describe(instruction: &Instruction) -> String {
-    use InstructionKind as K;
-    match instruction.kind() {
-        K::DeviceKernel { task, .. } | K::HostTask { task, .. } => {
-            format!("{} of {}", instruction.kind().name(), task_context(task))
-        }
-        K::Receive { transfer, .. }
-        | K::AwaitReceive { transfer, .. }
-        | K::GatherReceive { transfer, .. } => {
-            format!("{} of transfer {transfer}", instruction.kind().name())
-        }
-        K::Send { to, message, .. } => format!("send {message} to {to}"),
-        kind => kind.name().to_owned(),
+        tracing::warn!("{report}");
+        self.delegate.stall_detected(&report);
     }
 }
 

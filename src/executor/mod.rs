@@ -6,6 +6,7 @@ pub mod engine;
 pub mod live;
 pub mod payload;
 pub mod receive_arbiter;
+pub mod stall;
 
 #[cfg(test)]
 mod engine_tests;

@@ -21,10 +21,12 @@ use crate::backend::event::{AsyncEvent, Completion, EventCompleter};
 use crate::comm::{Communicator, InboundPilot, Stride};
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{GridBox, Id, Range, Region, Subrange};
-use crate::types::TransferId;
+use crate::types::{MessageId, NodeId, TransferId};
 
 struct Fragment {
     region_box: GridBox,
+    from: NodeId,
+    message: MessageId,
     event: AsyncEvent,
 }
 
@@ -47,7 +49,10 @@ struct GatherRequest {
     base: SendPtr,
     chunk_bytes: usize,
     peers_outstanding: usize,
-    fragments: Vec<AsyncEvent>,
+    /// Peers whose pilot arrived.
+    heard_from: Vec<NodeId>,
+    /// Payloads being received: sender, message and event.
+    fragments: Vec<(NodeId, MessageId, AsyncEvent)>,
     waiter: Option<EventCompleter>,
     failure: Option<Error>,
 }
@@ -59,6 +64,24 @@ enum Transfer {
         unmatched: Vec<InboundPilot>,
     },
     Gather(GatherRequest),
+}
+
+/// What one transfer still waits for (see [`ReceiveArbiter::pending_transfers`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransferStatus {
+    /// The transfer.
+    pub transfer: TransferId,
+    /// Whether a receive (plain, split or gather) has been posted for it.
+    pub receive_posted: bool,
+    /// Payloads whose pilot arrived and that are being received: sender, message, box (empty
+    /// for gather slots).
+    pub payloads_outstanding: Vec<(NodeId, MessageId, GridBox)>,
+    /// Pilots that arrived but match no posted receive (yet): sender, message, box.
+    pub unmatched_pilots: Vec<(NodeId, MessageId, GridBox)>,
+    /// The part of the posted regions that no pilot announced yet.
+    pub missing_pilots_for: Region,
+    /// Gathers: the peers whose pilot has not arrived.
+    pub gather_peers_missing: Vec<NodeId>,
 }
 
 /// Matches pilots with receives for every transfer of one node.
@@ -108,7 +131,12 @@ impl RegionRequest {
         // and untouched until this request completes, which waits for every fragment event.
         let event =
             unsafe { comm.receive_payload(pilot.from, pilot.message.id, self.base.0, stride) }?;
-        self.fragments.push(Fragment { region_box, event });
+        self.fragments.push(Fragment {
+            region_box,
+            from: pilot.from,
+            message: pilot.message.id,
+            event,
+        });
         Ok(true)
     }
 
@@ -149,6 +177,7 @@ impl GatherRequest {
             )));
         }
         self.peers_outstanding -= 1;
+        self.heard_from.push(pilot.from);
         if pilot.message.region_box.is_empty() {
             return Ok(());
         }
@@ -162,12 +191,12 @@ impl GatherRequest {
         // request completes (gather_receive's contract).
         let event =
             unsafe { comm.receive_payload(pilot.from, pilot.message.id, self.base.0, stride) }?;
-        self.fragments.push(event);
+        self.fragments.push((pilot.from, pilot.message.id, event));
         Ok(())
     }
 
     fn progress(&mut self) -> bool {
-        self.fragments.retain(|event| {
+        self.fragments.retain(|(_, _, event)| {
             if !event.is_complete() {
                 return true;
             }
@@ -316,6 +345,7 @@ impl ReceiveArbiter {
             base: SendPtr(base),
             chunk_bytes,
             peers_outstanding: comm.num_nodes() - 1,
+            heard_from: Vec::new(),
             fragments: Vec::new(),
             waiter: Some(completer),
             failure: None,
@@ -396,16 +426,62 @@ impl ReceiveArbiter {
         Ok(())
     }
 
-    /// Transfers with pending state, with whether each already has a receive, for the stall
-    /// detector.
-    pub fn pending_transfers(&self) -> Vec<(TransferId, bool)> {
-        let mut pending: Vec<_> = self
+    /// What every transfer with pending state still waits for, in transfer order (for the
+    /// stall detector). `num_nodes` and `local` name the peers of a gather.
+    pub fn pending_transfers(&self, num_nodes: usize, local: NodeId) -> Vec<TransferStatus> {
+        let mut list: Vec<TransferStatus> = self
             .transfers
             .iter()
-            .map(|(id, state)| (*id, !matches!(state, Transfer::Unassigned(_))))
+            .map(|(&transfer, state)| {
+                let mut status = TransferStatus {
+                    transfer,
+                    receive_posted: true,
+                    payloads_outstanding: Vec::new(),
+                    unmatched_pilots: Vec::new(),
+                    missing_pilots_for: Region::new(),
+                    gather_peers_missing: Vec::new(),
+                };
+                let describe = |p: &InboundPilot| (p.from, p.message.id, p.message.region_box);
+                match state {
+                    Transfer::Unassigned(pilots) => {
+                        status.receive_posted = false;
+                        status.unmatched_pilots = pilots.iter().map(describe).collect();
+                    }
+                    Transfer::Regions {
+                        requests,
+                        unmatched,
+                    } => {
+                        status.unmatched_pilots = unmatched.iter().map(describe).collect();
+                        for request in requests {
+                            let mut missing = request.incomplete.clone();
+                            for fragment in &request.fragments {
+                                status.payloads_outstanding.push((
+                                    fragment.from,
+                                    fragment.message,
+                                    fragment.region_box,
+                                ));
+                                missing = missing.difference_box(&fragment.region_box);
+                            }
+                            status.missing_pilots_for = status.missing_pilots_for.union(&missing);
+                        }
+                    }
+                    Transfer::Gather(gather) => {
+                        status.payloads_outstanding = gather
+                            .fragments
+                            .iter()
+                            .map(|(from, message, _)| (*from, *message, GridBox::EMPTY))
+                            .collect();
+                        status.gather_peers_missing = (0..num_nodes as u64)
+                            .map(NodeId)
+                            .filter(|n| *n != local && !gather.heard_from.contains(n))
+                            .collect();
+                    }
+                }
+                status
+            })
             .collect();
-        pending.sort();
-        pending
+        list.sort_by_key(|s| s.transfer);
+        list
     }
 
     /// Whether no transfer has pending state.

@@ -69,21 +69,7 @@ pub(crate) fn is_runtime_thread() -> bool {
 }
 
 fn install_logging(level: LogLevel) {
-    use tracing_subscriber::filter::LevelFilter;
-    let filter = match level {
-        LogLevel::Trace => LevelFilter::TRACE,
-        LogLevel::Debug => LevelFilter::DEBUG,
-        LogLevel::Info => LevelFilter::INFO,
-        LogLevel::Warn => LevelFilter::WARN,
-        LogLevel::Err => LevelFilter::ERROR,
-        LogLevel::Off => LevelFilter::OFF,
-    };
-    // A program (or an earlier runtime) may have installed a subscriber already; keep it.
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .try_init();
+    crate::debug::logging::install(level);
 }
 
 /// What `celerity_runtime_get_info` reports.

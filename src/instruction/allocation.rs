@@ -119,11 +119,11 @@ impl InstructionGraphGenerator {
                 }
                 // only what is still up to date on this memory is worth preserving
                 let mut live = RegionBuilder::new();
-                for (b, mask) in buffer.up_to_date.get_box_values(&overlap) {
+                buffer.up_to_date.query_box(&overlap, |b, mask| {
                     if mask.contains(mid) {
                         live.add_box(b);
                     }
-                }
+                });
                 if live.is_empty() {
                     continue;
                 }

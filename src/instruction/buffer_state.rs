@@ -22,8 +22,82 @@
 use smallvec::SmallVec;
 
 use crate::backend::system_info::MemoryMask;
-use crate::grid::{BoxVec, GridBox, Range, Region, RegionMap};
+use crate::grid::{BoxVec, GridBox, Range, Region, RegionBuilder, RegionMap};
 use crate::types::{AllocationId, InstructionId, MemoryId, ReductionId, TaskId};
+
+/// `region ∩ b`, without set arithmetic when `region` lies inside `b` or misses it (the common
+/// cases when a buffer has many allocations).
+pub(crate) fn clip(region: &Region, b: &GridBox) -> Region {
+    let bounds = region.bounding_box();
+    if !bounds.intersects(b) {
+        Region::new()
+    } else if b.covers(&bounds) {
+        region.clone()
+    } else {
+        region.intersection_with_box(b)
+    }
+}
+
+/// Values per memory for the few memories a command touches, in memory-id order (a node may
+/// have dozens of memories, a task usually touches one or two).
+#[derive(Debug, Clone)]
+pub(crate) struct PerMemory<T>(SmallVec<[(MemoryId, T); 2]>);
+
+impl<T: Default> PerMemory<T> {
+    pub fn new() -> Self {
+        Self(SmallVec::new())
+    }
+
+    /// The value of `memory`, inserted as default if absent.
+    pub fn entry(&mut self, memory: MemoryId) -> &mut T {
+        let i = match self.0.binary_search_by_key(&memory, |(m, _)| *m) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (memory, T::default()));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    /// Entries in memory-id order.
+    pub fn iter(&self) -> impl Iterator<Item = (MemoryId, &T)> {
+        self.0.iter().map(|(m, v)| (*m, v))
+    }
+
+    /// Entries in memory-id order, by value.
+    pub fn into_entries(self) -> impl Iterator<Item = (MemoryId, T)> {
+        self.0.into_iter()
+    }
+}
+
+/// Boxes grouped by a key (an original writer, a source memory): usually one or two groups, so
+/// a small vector beats a map. [`BoxGroups::into_regions`] yields the groups in key order.
+pub(crate) struct BoxGroups<K>(SmallVec<[(K, RegionBuilder); 2]>);
+
+impl<K: Ord + Copy> BoxGroups<K> {
+    pub fn new() -> Self {
+        Self(SmallVec::new())
+    }
+
+    pub fn add(&mut self, key: K, b: GridBox) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, builder)) => {
+                builder.add_box(b);
+            }
+            None => {
+                let mut builder = RegionBuilder::new();
+                builder.add_box(b);
+                self.0.push((key, builder));
+            }
+        }
+    }
+
+    pub fn into_regions(mut self) -> impl Iterator<Item = (K, Region)> {
+        self.0.sort_unstable_by_key(|(k, _)| *k);
+        self.0.into_iter().map(|(k, b)| (k, b.into_region()))
+    }
+}
 
 /// What the instructions of an [`AccessFront`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -265,6 +339,15 @@ pub struct PendingGather {
     pub gather_box: GridBox,
 }
 
+/// Who produced an element's current value, and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OriginalWrite {
+    /// The producing instruction.
+    pub writer: InstructionId,
+    /// The memory it wrote.
+    pub memory: MemoryId,
+}
+
 /// Everything the generator tracks for one buffer.
 #[derive(Debug, Clone)]
 pub struct BufferState {
@@ -281,10 +364,10 @@ pub struct BufferState {
     /// Memories holding the newest value of each element.
     pub up_to_date: RegionMap<MemoryMask>,
     /// The instruction that produced each element's value (kernel, host task, receive,
-    /// await-receive, reduce, or the epoch for host-initialised data); never a copy.
-    pub original_writers: RegionMap<InstructionId>,
-    /// The memory the original writer wrote to (meaningless where nothing is up to date).
-    pub original_write_memories: RegionMap<MemoryId>,
+    /// await-receive, reduce, or the epoch for host-initialised data; never a copy) and the
+    /// memory it wrote to (meaningless where nothing is up to date). One map: an instruction
+    /// writes one memory, so the pair fragments no more than the writer alone.
+    pub original_writers: RegionMap<OriginalWrite>,
     /// Deferred await-pushes.
     pub pending_receives: Vec<PendingReceive>,
     /// Deferred reduction await-pushes.
@@ -307,8 +390,13 @@ impl BufferState {
             elem_align,
             memories: vec![BufferMemory::default(); num_memories],
             up_to_date: RegionMap::new(range, MemoryMask::EMPTY),
-            original_writers: RegionMap::new(range, epoch),
-            original_write_memories: RegionMap::new(range, MemoryId::USER),
+            original_writers: RegionMap::new(
+                range,
+                OriginalWrite {
+                    writer: epoch,
+                    memory: MemoryId::USER,
+                },
+            ),
             pending_receives: Vec::new(),
             pending_gathers: Vec::new(),
         }
@@ -325,8 +413,13 @@ impl BufferState {
         if region.is_empty() {
             return;
         }
-        self.original_writers.update_region(region, instruction);
-        self.original_write_memories.update_region(region, memory);
+        self.original_writers.update_region(
+            region,
+            OriginalWrite {
+                writer: instruction,
+                memory,
+            },
+        );
         self.up_to_date
             .update_region(region, MemoryMask::single(memory));
     }
@@ -338,8 +431,10 @@ impl BufferState {
                 allocation.apply_epoch(epoch);
             }
         }
-        self.original_writers
-            .apply_to_values(|&i| if i < epoch { epoch } else { i });
+        self.original_writers.apply_to_values(|w| OriginalWrite {
+            writer: w.writer.max(epoch),
+            memory: w.memory,
+        });
         debug_assert!(
             self.pending_receives.is_empty() && self.pending_gathers.is_empty(),
             "an await-push was not consumed before the next horizon"

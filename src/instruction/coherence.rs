@@ -11,8 +11,8 @@
 //! 3. A plan tree per region: a direct copy between peers is one hop; otherwise the data is
 //!    staged through (linearised) host memory, optionally linearised in the source device memory
 //!    first and de-linearised in the destination device memory last (small-pitch copies are slow
-//!    on real devices). A staged region fans out to every device memory still lacking it, so a
-//!    broadcast costs one device-to-host copy.
+//!    on real devices). A staged piece fans out to every destination whose need contains it, so
+//!    a broadcast costs one device-to-host copy.
 //! 4. The staging space of each memory is sized in one pass and taken from the staging pool.
 //! 5. The tree is emitted hop by hop, each hop depending on the previous one.
 //! 6. Every destination memory becomes up to date for all of its reader regions.
@@ -20,10 +20,10 @@
 use std::collections::BTreeMap;
 
 use crate::backend::nd_memory::layout_nd_copy;
-use crate::grid::{GridBox, Region, RegionBuilder, symmetrically_split_overlapping_regions};
+use crate::grid::{GridBox, Region, symmetrically_split_overlapping_regions};
 use crate::types::{AllocationId, BufferId, InstructionId, MemoryId};
 
-use super::buffer_state::{AccessFront, FrontMode};
+use super::buffer_state::{AccessFront, BoxGroups, FrontMode, PerMemory, clip};
 use super::generator::InstructionGraphGenerator;
 use super::instruction::{CopyLayout, InstructionKind};
 use super::recorder::{CopyOrigin, DependencyOrigin, RecordDetail};
@@ -101,9 +101,13 @@ fn lcm(a: usize, b: usize) -> usize {
 }
 
 impl InstructionGraphGenerator {
-    /// Copies whatever the readers in `reads_by_memory` (indexed by memory id) lack into their
+    /// Copies whatever the readers in `reads_by_memory` lack into their
     /// memories. The destination allocations must exist.
-    pub(super) fn establish_coherence(&mut self, bid: BufferId, reads_by_memory: &[Vec<Region>]) {
+    pub(super) fn establish_coherence(
+        &mut self,
+        bid: BufferId,
+        reads_by_memory: &PerMemory<Vec<Region>>,
+    ) {
         let buffer = self.buffers.get(&bid).expect("unknown buffer");
 
         // (1) what to copy, by source and destination
@@ -113,31 +117,34 @@ impl InstructionGraphGenerator {
         // destinations whose needs contain it (the symmetric split below makes every piece lie
         // wholly inside or outside each need).
         let mut staged_needs: BTreeMap<MemoryId, Vec<(MemoryId, Region)>> = BTreeMap::new();
-        for (dest_index, reads) in reads_by_memory.iter().enumerate() {
-            let dest = MemoryId(dest_index as u64);
+        for (dest, reads) in reads_by_memory.iter() {
+            let dest_index = dest.0 as usize;
             for read in reads {
-                let mut by_writer: BTreeMap<(MemoryId, InstructionId), RegionBuilder> =
-                    BTreeMap::new();
-                for (b, mask) in buffer.up_to_date.get_region_values(read) {
+                let mut by_writer: BoxGroups<(MemoryId, InstructionId)> = BoxGroups::new();
+                buffer.up_to_date.query_region(read, |b, mask| {
                     if mask.is_empty() || mask.contains(dest) {
-                        continue; // up to date, or uninitialised (reported elsewhere)
+                        return; // up to date, or uninitialised (reported elsewhere)
                     }
-                    for (mb, source) in buffer.original_write_memories.get_box_values(&b) {
-                        for (wb, writer) in buffer.original_writers.get_box_values(&mb) {
-                            by_writer.entry((source, writer)).or_default().add_box(wb);
-                        }
-                    }
-                }
-                for ((source, _), builder) in by_writer {
-                    let source_region = builder.into_region();
+                    buffer.original_writers.query_box(&b, |wb, w| {
+                        by_writer.add((w.memory, w.writer), wb);
+                    });
+                });
+                for ((source, _), source_region) in by_writer.into_regions() {
+                    let source_bounds = source_region.bounding_box();
                     for source_alloc in &buffer.memories[source.0 as usize].allocations {
-                        let in_source =
-                            source_region.intersection_with_box(&source_alloc.allocated_box);
+                        if !source_alloc.allocated_box.intersects(&source_bounds) {
+                            continue;
+                        }
+                        let in_source = clip(&source_region, &source_alloc.allocated_box);
                         if in_source.is_empty() {
                             continue;
                         }
+                        let in_source_bounds = in_source.bounding_box();
                         for dest_alloc in &buffer.memories[dest_index].allocations {
-                            let copy = in_source.intersection_with_box(&dest_alloc.allocated_box);
+                            if !dest_alloc.allocated_box.intersects(&in_source_bounds) {
+                                continue;
+                            }
+                            let copy = clip(&in_source, &dest_alloc.allocated_box);
                             if copy.is_empty() {
                                 continue;
                             }
@@ -276,10 +283,10 @@ impl InstructionGraphGenerator {
 
         // (4) every destination is now up to date for all of its readers
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
-        for (mid, reads) in reads_by_memory.iter().enumerate() {
+        for (mid, reads) in reads_by_memory.iter() {
             for read in reads {
                 for (b, mut mask) in buffer.up_to_date.get_region_values(read) {
-                    mask.insert(MemoryId(mid as u64));
+                    mask.insert(mid);
                     buffer.up_to_date.update_box(&b, mask);
                 }
             }

@@ -148,9 +148,9 @@ impl Emitter {
         if region.is_empty() {
             return;
         }
-        for (_, front) in allocation.last_writers.get_region_values(region) {
-            self.add_dependencies_on_front(from, &front, DependencyOrigin::ReadFromAllocation);
-        }
+        allocation.last_writers.query_region(region, |_, front| {
+            self.add_dependencies_on_front(from, front, DependencyOrigin::ReadFromAllocation)
+        });
     }
 
     /// `from` overwrites or frees `region` of `allocation`: depend on its last accesses.
@@ -164,12 +164,11 @@ impl Emitter {
         if region.is_empty() {
             return;
         }
-        for (_, front) in allocation
+        allocation
             .last_concurrent_accesses
-            .get_region_values(region)
-        {
-            self.add_dependencies_on_front(from, &front, origin);
-        }
+            .query_region(region, |_, front| {
+                self.add_dependencies_on_front(from, front, origin)
+            });
     }
 
     /// A read of `region` by `from`: dependencies, then tracking.

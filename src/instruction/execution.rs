@@ -28,9 +28,11 @@ use crate::runtime::config::ErrorPolicy;
 use crate::task::{ExecutionTarget, Task};
 use crate::types::{AllocationId, BufferId, CollectiveGroupId, DeviceId, InstructionId, MemoryId};
 
+use super::buffer_state::{PerMemory, clip};
 use super::generator::{InstructionGraphGenerator, LocalChunk, SCALAR_BOX, SchedulingHint};
 use super::instruction::{BufferAccessAllocation, InstructionKind};
 use super::recorder::{DependencyOrigin, RecordDetail};
+use super::requirements::ChunkRequirements;
 
 /// The buffers a task touches (accesses and reductions), in id order.
 fn touched_buffers(task: &Task) -> Vec<BufferId> {
@@ -39,6 +41,20 @@ fn touched_buffers(task: &Task) -> Vec<BufferId> {
     bids.sort_unstable();
     bids.dedup();
     bids
+}
+
+/// Per buffer of a chunk: buffer, reads, writes (reduction outputs included), bounds of both.
+type AccessSets = (BufferId, Region, Region, GridBox);
+
+/// The allocations of `memory` that intersect `bounds`.
+fn touched_mut<'a>(
+    memory: &'a mut super::buffer_state::BufferMemory,
+    bounds: &'a GridBox,
+) -> impl Iterator<Item = &'a mut super::buffer_state::BufferAllocation> {
+    memory
+        .allocations
+        .iter_mut()
+        .filter(move |a| a.allocated_box.intersects(bounds))
 }
 
 impl InstructionGraphGenerator {
@@ -51,16 +67,21 @@ impl InstructionGraphGenerator {
     ) -> crate::Result<()> {
         self.create_collective_group(task);
         let chunks = self.split_task(task, &execution_box, true)?;
+        let bids = touched_buffers(task);
+        let requirements: Vec<ChunkRequirements> = chunks
+            .iter()
+            .map(|c| ChunkRequirements::new(task, &c.execution_box, &bids))
+            .collect();
         if self.policies.overlapping_write != ErrorPolicy::Ignore {
-            self.report_overlapping_writes(task, &chunks);
+            self.report_overlapping_writes(task, &requirements);
         }
-        for bid in touched_buffers(task) {
+        for &bid in &bids {
             self.satisfy_buffer_requirements(
                 bid,
                 task,
-                execution_box,
                 is_reduction_initializer,
                 &chunks,
+                &requirements,
             );
         }
         let local_reductions: Vec<_> = task
@@ -70,9 +91,10 @@ impl InstructionGraphGenerator {
             .collect();
         let instructions: Vec<InstructionId> = chunks
             .iter()
-            .map(|c| self.launch_chunk(command, task, c))
+            .zip(&requirements)
+            .map(|(c, r)| self.launch_chunk(command, task, c, r))
             .collect();
-        self.perform_buffer_accesses(task, &chunks, &instructions);
+        self.perform_buffer_accesses(task, &chunks, &requirements, &instructions);
         for &hoid in task.side_effects() {
             let object = self
                 .host_objects
@@ -205,22 +227,23 @@ impl InstructionGraphGenerator {
     }
 
     /// Reports elements written by more than one local chunk.
-    fn report_overlapping_writes(&mut self, task: &Task, chunks: &[LocalChunk]) {
-        if chunks.len() < 2 {
+    fn report_overlapping_writes(&mut self, task: &Task, requirements: &[ChunkRequirements]) {
+        if requirements.len() < 2 {
             return;
         }
-        let access_map = task.access_map();
         let mut overlaps: Vec<(BufferId, Region)> = Vec::new();
-        for bid in access_map.accessed_buffers() {
-            let mut written = Region::new();
+        for (b, first) in requirements[0].buffers.iter().enumerate() {
+            let mut written = first.writes.clone();
             let mut overlap = Region::new();
-            for c in chunks {
-                let w = access_map.compute_produced_region(bid, &c.execution_box);
-                overlap = overlap.union(&written.intersection(&w));
-                written = written.union(&w);
+            for r in &requirements[1..] {
+                let w = &r.buffers[b].writes;
+                if written.intersects(w) {
+                    overlap = overlap.union(&written.intersection(w));
+                }
+                written = written.union(w);
             }
             if !overlap.is_empty() {
-                overlaps.push((bid, overlap));
+                overlaps.push((first.bid, overlap));
             }
         }
         if overlaps.is_empty() {
@@ -245,31 +268,31 @@ impl InstructionGraphGenerator {
         &mut self,
         bid: BufferId,
         task: &Task,
-        local_box: GridBox,
         is_reduction_initializer: bool,
         chunks: &[LocalChunk],
+        requirements: &[ChunkRequirements],
     ) {
-        let access_map = task.access_map();
-        let num_memories = self.memories.len();
-        let mut required: Vec<BoxVec> = vec![BoxVec::new(); num_memories];
-        let host = MemoryId::HOST.0 as usize;
+        let mut required: PerMemory<BoxVec> = PerMemory::new();
+        let host = MemoryId::HOST;
 
         let mut accessed = RegionBuilder::new();
         let mut consumed = RegionBuilder::new();
-        accessed.add_region(&access_map.compute_produced_region(bid, &local_box));
-        let reads = access_map.compute_consumed_region(bid, &local_box);
-        accessed.add_region(&reads);
-        consumed.add_region(&reads);
+        for r in requirements {
+            let b = r.buffer(bid);
+            accessed.add_region(&b.writes);
+            accessed.add_region(&b.reads);
+            consumed.add_region(&b.reads);
+        }
 
         let reduction = task.reductions().iter().find(|r| r.bid == bid);
         let include_current_value =
             reduction.is_some_and(|r| r.init_from_buffer && is_reduction_initializer);
         if reduction.is_some() {
             for c in chunks {
-                required[c.memory.0 as usize].push(SCALAR_BOX);
+                required.entry(c.memory).push(SCALAR_BOX);
             }
             if chunks.len() > 1 || include_current_value {
-                required[host].push(SCALAR_BOX);
+                required.entry(host).push(SCALAR_BOX);
             }
             accessed.add_box(SCALAR_BOX);
             if include_current_value {
@@ -289,7 +312,9 @@ impl InstructionGraphGenerator {
         buffer.pending_receives = pending;
         for r in &applied {
             discarded.add_region(&r.region);
-            required[host].extend(r.required_contiguous_boxes.iter().copied());
+            required
+                .entry(host)
+                .extend(r.required_contiguous_boxes.iter().copied());
         }
         let discarded = discarded.into_region();
 
@@ -318,22 +343,26 @@ impl InstructionGraphGenerator {
             .up_to_date
             .update_region(&discarded, MemoryMask::EMPTY);
 
-        let mut reads_by_memory: Vec<Vec<Region>> = vec![Vec::new(); num_memories];
-        for c in chunks {
-            required[c.memory.0 as usize]
-                .extend(access_map.compute_required_contiguous_boxes(bid, &c.execution_box));
-            let chunk_reads = access_map.compute_consumed_region(bid, &c.execution_box);
-            if !chunk_reads.is_empty() {
-                reads_by_memory[c.memory.0 as usize].push(chunk_reads);
+        let mut reads_by_memory: PerMemory<Vec<Region>> = PerMemory::new();
+        for (c, r) in chunks.iter().zip(requirements) {
+            let b = r.buffer(bid);
+            required
+                .entry(c.memory)
+                .extend(b.contiguous.iter().copied());
+            if !b.reads.is_empty() {
+                reads_by_memory.entry(c.memory).push(b.reads.clone());
             }
         }
         if include_current_value {
-            reads_by_memory[host].push(SCALAR_BOX.into());
+            reads_by_memory.entry(host).push(SCALAR_BOX.into());
         }
-        for (mid, boxes) in required.into_iter().enumerate() {
-            self.allocate_contiguously(bid, MemoryId(mid as u64), boxes);
+        for (mid, boxes) in required.into_entries() {
+            self.allocate_contiguously(bid, mid, boxes);
         }
-        let all_reads: Vec<Region> = reads_by_memory.iter().flatten().cloned().collect();
+        let all_reads: Vec<Region> = reads_by_memory
+            .iter()
+            .flat_map(|(_, r)| r.iter().cloned())
+            .collect();
         for receive in &applied {
             self.commit_pending_receive(bid, receive, &all_reads);
         }
@@ -346,6 +375,7 @@ impl InstructionGraphGenerator {
         command: &Command,
         task: &Arc<Task>,
         chunk: &LocalChunk,
+        requirements: &ChunkRequirements,
     ) -> InstructionId {
         let access_map = task.access_map();
         let mem = chunk.memory.0 as usize;
@@ -355,7 +385,7 @@ impl InstructionGraphGenerator {
         for i in 0..access_map.num_accesses() {
             let (bid, mode) = access_map.nth_access(i);
             let buffer = &self.buffers[&bid];
-            let region = access_map.requirements_for_nth_access(i, &chunk.execution_box);
+            let region = &requirements.accesses[i];
             let accessed_box = region.bounding_box();
             accesses.push(if accessed_box.is_empty() {
                 BufferAccessAllocation {
@@ -375,7 +405,7 @@ impl InstructionGraphGenerator {
                 * region.area()
                 * buffer.elem_size;
             if self.em.is_recording() {
-                recorded.push((bid, region));
+                recorded.push((bid, region.clone()));
             }
         }
         let mut reductions = Vec::with_capacity(task.reductions().len());
@@ -421,65 +451,86 @@ impl InstructionGraphGenerator {
         &mut self,
         task: &Task,
         chunks: &[LocalChunk],
+        requirements: &[ChunkRequirements],
         instructions: &[InstructionId],
     ) {
-        let access_map = task.access_map();
-        let bids = touched_buffers(task);
-        // per chunk, per buffer: (reads, writes)
-        let sets: Vec<Vec<(BufferId, Region, Region)>> = chunks
+        // per chunk, per buffer: reads, writes (including reduction outputs) and their bounds
+        let sets: Vec<Vec<AccessSets>> = requirements
             .iter()
-            .map(|c| {
-                bids.iter()
-                    .map(|&bid| {
-                        let reads = access_map.compute_consumed_region(bid, &c.execution_box);
-                        let mut writes = access_map.compute_produced_region(bid, &c.execution_box);
-                        if task.reductions().iter().any(|r| r.bid == bid) {
-                            writes = writes.union_box(&SCALAR_BOX);
-                        }
-                        (bid, reads, writes)
+            .map(|r| {
+                r.buffers
+                    .iter()
+                    .map(|b| {
+                        let writes = if task.reductions().iter().any(|r| r.bid == b.bid) {
+                            b.writes.union_box(&SCALAR_BOX)
+                        } else {
+                            b.writes.clone()
+                        };
+                        let bounds = b.reads.bounding_box().bounding_box(&writes.bounding_box());
+                        (b.bid, b.reads.clone(), writes, bounds)
                     })
-                    .filter(|(_, r, w)| !r.is_empty() || !w.is_empty())
+                    .filter(|(_, r, w, _)| !r.is_empty() || !w.is_empty())
                     .collect()
             })
             .collect();
 
         for ((c, set), &instruction) in chunks.iter().zip(&sets).zip(instructions) {
-            for (bid, reads, writes) in set {
+            for (bid, reads, writes, bounds) in set {
                 let buffer = &self.buffers[bid];
-                for allocation in &buffer.memories[c.memory.0 as usize].allocations {
+                let touched = buffer.memories[c.memory.0 as usize]
+                    .allocations
+                    .iter()
+                    .filter(|a| a.allocated_box.intersects(bounds));
+                for allocation in touched {
                     let b = &allocation.allocated_box;
                     self.em.add_dependencies_on_last_writers(
                         instruction,
                         allocation,
-                        &reads.intersection_with_box(b),
+                        &clip(reads, b),
                     );
                     self.em.add_dependencies_on_last_accesses(
                         instruction,
                         allocation,
-                        &writes.intersection_with_box(b),
+                        &clip(writes, b),
                         DependencyOrigin::WriteToAllocation,
                     );
                 }
             }
         }
-        for (c, set) in chunks.iter().zip(&sets) {
-            for (bid, _, writes) in set {
+        if let ([c], [set], [instruction]) = (chunks, sets.as_slice(), instructions) {
+            // A single writer: reads of written elements are superseded by the write, and the
+            // write is atomic, which needs half the tracking updates of the general case.
+            for (bid, reads, writes, bounds) in set {
                 let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
-                for allocation in &mut buffer.memories[c.memory.0 as usize].allocations {
-                    allocation.begin_concurrent_writes(
-                        &writes.intersection_with_box(&allocation.allocated_box),
-                    );
+                let read_only = if writes.is_empty() {
+                    reads.clone()
+                } else {
+                    reads.difference(writes)
+                };
+                for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
+                    let b = allocation.allocated_box;
+                    allocation.track_concurrent_read(&clip(&read_only, &b), *instruction);
+                    allocation.track_atomic_write(&clip(writes, &b), *instruction);
+                }
+                buffer.track_original_write(writes, *instruction, c.memory);
+            }
+            return;
+        }
+        for (c, set) in chunks.iter().zip(&sets) {
+            for (bid, _, writes, bounds) in set {
+                let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
+                for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
+                    allocation.begin_concurrent_writes(&clip(writes, &allocation.allocated_box));
                 }
             }
         }
         for ((c, set), &instruction) in chunks.iter().zip(&sets).zip(instructions) {
-            for (bid, reads, writes) in set {
+            for (bid, reads, writes, bounds) in set {
                 let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
-                for allocation in &mut buffer.memories[c.memory.0 as usize].allocations {
+                for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
                     let b = allocation.allocated_box;
-                    allocation.track_concurrent_read(&reads.intersection_with_box(&b), instruction);
-                    allocation
-                        .track_concurrent_write(&writes.intersection_with_box(&b), instruction);
+                    allocation.track_concurrent_read(&clip(reads, &b), instruction);
+                    allocation.track_concurrent_write(&clip(writes, &b), instruction);
                 }
                 buffer.track_original_write(writes, instruction, c.memory);
             }

@@ -438,7 +438,8 @@ impl InstructionGraphGenerator {
                     device: None,
                     execution_box: unit,
                 };
-                self.satisfy_buffer_requirements(bid, task, unit, false, &[chunk]);
+                let requirements = super::requirements::ChunkRequirements::new(task, &unit, &[bid]);
+                self.satisfy_buffer_requirements(bid, task, false, &[chunk], &[requirements]);
                 let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
                 let host = buffer.memories[MemoryId::HOST.0 as usize].contiguous_mut(&fence_box);
                 let c = self.em.create(

@@ -19,6 +19,7 @@ pub mod push;
 pub mod receive;
 pub mod recorder;
 pub mod reduction;
+mod requirements;
 
 #[cfg(test)]
 mod tests;

@@ -10,13 +10,10 @@
 //!   split also suits the receiver's allocation) and each gets a pilot and a `send` reading the
 //!   host allocation.
 
-use std::collections::BTreeMap;
-
-use crate::grid::{
-    BoxVec, GridBox, Region, RegionBuilder, split_into_communicator_compatible_boxes,
-};
+use crate::grid::{BoxVec, GridBox, Region, split_into_communicator_compatible_boxes};
 use crate::types::{CommandId, InstructionId, MemoryId, NodeId, ReductionId, TransferId};
 
+use super::buffer_state::{BoxGroups, PerMemory};
 use super::generator::InstructionGraphGenerator;
 use super::instruction::{InstructionKind, priority};
 use super::recorder::RecordDetail;
@@ -38,21 +35,18 @@ impl InstructionGraphGenerator {
             self.em.base_priority = priority::PUSH_BASE_PRIORITY;
 
             let buffer = &self.buffers[&bid];
-            let mut by_writer: BTreeMap<InstructionId, RegionBuilder> = BTreeMap::new();
+            let mut by_writer: BoxGroups<InstructionId> = BoxGroups::new();
             let mut required = BoxVec::new();
-            for (b, writer) in buffer.original_writers.get_region_values(region) {
-                by_writer.entry(writer).or_default().add_box(b);
+            for (b, w) in buffer.original_writers.get_region_values(region) {
+                by_writer.add(w.writer, b);
                 required.push(b);
             }
-            let send_regions: Vec<Region> = by_writer
-                .into_values()
-                .map(RegionBuilder::into_region)
-                .collect();
+            let send_regions: Vec<Region> = by_writer.into_regions().map(|(_, r)| r).collect();
             self.allocate_contiguously(bid, MemoryId::HOST, required);
-            let mut reads = vec![Vec::new(); self.memories.len()];
-            reads[MemoryId::HOST.0 as usize] = send_regions;
+            let mut reads = PerMemory::new();
+            *reads.entry(MemoryId::HOST) = send_regions;
             self.establish_coherence(bid, &reads);
-            let send_regions = std::mem::take(&mut reads[MemoryId::HOST.0 as usize]);
+            let send_regions = std::mem::take(reads.entry(MemoryId::HOST));
 
             let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
             let (range, elem_size) = (buffer.range, buffer.elem_size);

@@ -9,6 +9,8 @@
 //! * several independent parts give one `split_receive` (ordered after the allocation's last
 //!   accesses) plus one `await_receive` per part, each the last and original writer of its part,
 //!   so each reader waits only for its own data;
+//!   (What arrives but no current reader needs gets an await of its own, so a later reader has
+//!   an instruction to wait for; Celerity leaves its old writer in place.)
 //! * a single part gives one `receive`.
 //!
 //! Afterwards only host memory holds the received data.
@@ -19,10 +21,17 @@ use crate::grid::{
 };
 use crate::types::{BufferId, CommandId, MemoryId, ReductionId, TransferId};
 
-use super::buffer_state::{PendingGather, PendingReceive};
+use super::buffer_state::{OriginalWrite, PendingGather, PendingReceive, clip};
 use super::generator::InstructionGraphGenerator;
 use super::instruction::InstructionKind;
 use super::recorder::{DependencyOrigin, RecordDetail};
+
+fn host_write(writer: crate::types::InstructionId) -> OriginalWrite {
+    OriginalWrite {
+        writer,
+        memory: MemoryId::HOST,
+    }
+}
 
 impl InstructionGraphGenerator {
     /// Stores an await-push until a reader needs it.
@@ -89,15 +98,22 @@ impl InstructionGraphGenerator {
 
         for i in allocations {
             let allocation = &mut host.allocations[i];
-            let received = receive
-                .region
-                .intersection_with_box(&allocation.allocated_box);
+            let received = clip(&receive.region, &allocation.allocated_box);
             let mut parts: Vec<Region> = concurrent_reads
                 .iter()
                 .map(|r| r.intersection(&received))
                 .filter(|r| !r.is_empty())
                 .collect();
             symmetrically_split_overlapping_regions(&mut parts);
+            if parts.len() > 1 {
+                // what no reader needs now still arrives: await it too, so later readers have
+                // an instruction to wait for
+                let awaited = parts.iter().fold(Region::new(), |acc, p| acc.union(p));
+                let rest = received.difference(&awaited);
+                if !rest.is_empty() {
+                    parts.push(rest);
+                }
+            }
             let (aid, allocated_box) = (allocation.aid, allocation.allocated_box);
 
             if parts.len() > 1 {
@@ -129,7 +145,9 @@ impl InstructionGraphGenerator {
                     self.em
                         .add_dependency(await_receive, split, DependencyOrigin::SplitReceive);
                     allocation.track_atomic_write(&part, await_receive);
-                    buffer.original_writers.update_region(&part, await_receive);
+                    buffer
+                        .original_writers
+                        .update_region(&part, host_write(await_receive));
                 }
             } else {
                 let recv = self.em.create(
@@ -143,12 +161,11 @@ impl InstructionGraphGenerator {
                     || RecordDetail::Buffer { buffer: bid },
                 );
                 self.em.write_to_allocation(recv, allocation, &received);
-                buffer.original_writers.update_region(&received, recv);
+                buffer
+                    .original_writers
+                    .update_region(&received, host_write(recv));
             }
         }
-        buffer
-            .original_write_memories
-            .update_region(&receive.region, MemoryId::HOST);
         buffer
             .up_to_date
             .update_region(&receive.region, MemoryMask::single(MemoryId::HOST));

@@ -12,10 +12,16 @@
 //! is copied into slot `local_node`, a `gather_receive` collects the peers' slots (an empty pilot
 //! leaves the identity in place), and a `reduce` over all slots writes the host allocation.
 
+use smallvec::SmallVec;
+
 use crate::grid::Region;
 use crate::task::ReductionInfo;
-use crate::types::{AllocationId, CommandId, InstructionId, MemoryId, TransferId};
+use crate::types::{
+    AllocationId, BufferId, CommandId, InstructionId, MemoryId, ReductionId, TransferId,
+};
 
+use super::buffer_state::{BufferAllocation, BufferState};
+use super::emitter::Emitter;
 use super::generator::{InstructionGraphGenerator, LocalChunk, SCALAR_BOX};
 use super::instruction::{CopyLayout, InstructionKind};
 use super::recorder::{AllocOrigin, CopyOrigin, DependencyOrigin, RecordDetail, ReductionScope};
@@ -54,45 +60,20 @@ impl InstructionGraphGenerator {
             return local;
         }
         let gather_aid = self.new_allocation_id(MemoryId::HOST);
-        let num_inputs = local.num_inputs;
-        let alloc = self.em.create(
-            InstructionKind::Alloc {
-                allocation: gather_aid,
-                size_bytes: num_inputs * local.chunk_bytes,
-                align_bytes: elem_align,
-            },
-            || RecordDetail::Alloc {
-                origin: AllocOrigin::Gather,
-                buffer: Some((bid, SCALAR_BOX)),
-                num_chunks: Some(num_inputs),
-            },
+        let alloc = create_gather_allocation(
+            &mut self.em,
+            bid,
+            gather_aid,
+            local.num_inputs,
+            local.chunk_bytes,
+            elem_align,
         );
-        self.em
-            .add_dependency(alloc, self.em.last_epoch, DependencyOrigin::LastEpoch);
         local.gather = Some((gather_aid, alloc));
         if include_value {
             let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
             let source = buffer.memories[MemoryId::HOST.0 as usize].contiguous_mut(&SCALAR_BOX);
-            let copy = self.em.create(
-                InstructionKind::Copy {
-                    source: source.aid,
-                    dest: gather_aid,
-                    source_layout: CopyLayout::Strided {
-                        allocation: source.allocated_box,
-                    },
-                    dest_layout: CopyLayout::Linearized { offset_bytes: 0 },
-                    region: SCALAR_BOX.into(),
-                    elem_size,
-                },
-                || RecordDetail::Copy {
-                    origin: CopyOrigin::Gather,
-                    buffer: bid,
-                },
-            );
-            self.em
-                .add_dependency(copy, alloc, DependencyOrigin::AllocationLifetime);
-            self.em
-                .read_from_allocation(copy, source, &SCALAR_BOX.into());
+            let after = (alloc, DependencyOrigin::AllocationLifetime);
+            create_gather_copy(&mut self.em, bid, source, gather_aid, 0, elem_size, after);
         }
         local
     }
@@ -110,65 +91,31 @@ impl InstructionGraphGenerator {
         let bid = reduction.bid;
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
         let elem_size = buffer.elem_size;
-        let scalar: Region = SCALAR_BOX.into();
         let mut copies = Vec::with_capacity(chunks.len());
         for (j, c) in chunks.iter().enumerate() {
             let source = buffer.memories[c.memory.0 as usize].contiguous_mut(&SCALAR_BOX);
-            let copy = self.em.create(
-                InstructionKind::Copy {
-                    source: source.aid,
-                    dest: gather_aid,
-                    source_layout: CopyLayout::Strided {
-                        allocation: source.allocated_box,
-                    },
-                    dest_layout: CopyLayout::Linearized {
-                        offset_bytes: (local.first_chunk_slot + j) * elem_size,
-                    },
-                    region: scalar.clone(),
-                    elem_size,
-                },
-                || RecordDetail::Copy {
-                    origin: CopyOrigin::Gather,
-                    buffer: bid,
-                },
-            );
-            self.em
-                .add_dependency(copy, gather_alloc, DependencyOrigin::AllocationLifetime);
-            self.em.read_from_allocation(copy, source, &scalar);
-            copies.push(copy);
+            let offset = (local.first_chunk_slot + j) * elem_size;
+            let after = (gather_alloc, DependencyOrigin::AllocationLifetime);
+            copies.push(create_gather_copy(
+                &mut self.em,
+                bid,
+                source,
+                gather_aid,
+                offset,
+                elem_size,
+                after,
+            ));
         }
-        let dest = buffer.memories[MemoryId::HOST.0 as usize].contiguous_mut(&SCALAR_BOX);
-        let reduce = self.em.create(
-            InstructionKind::Reduce {
-                reduction: reduction.rid,
-                source: gather_aid,
-                num_source_values: local.num_inputs,
-                dest: dest.aid,
-            },
-            || RecordDetail::Reduce {
-                command: None,
-                buffer: bid,
-                scope: ReductionScope::Local,
-            },
+        create_reduce_and_free(
+            &mut self.em,
+            buffer,
+            bid,
+            reduction.rid,
+            gather_aid,
+            local.num_inputs,
+            &copies,
+            None,
         );
-        for copy in copies {
-            self.em
-                .add_dependency(reduce, copy, DependencyOrigin::ReadFromAllocation);
-        }
-        self.em.write_to_allocation(reduce, dest, &scalar);
-        buffer.track_original_write(&scalar, reduce, MemoryId::HOST);
-        let size_bytes = local.num_inputs * local.chunk_bytes;
-        let free = self.em.create(
-            InstructionKind::Free {
-                allocation: gather_aid,
-            },
-            || RecordDetail::Free {
-                size_bytes,
-                buffer: None,
-            },
-        );
-        self.em
-            .add_dependency(free, reduce, DependencyOrigin::AllocationLifetime);
     }
 
     /// Compiles a reduction command: gathers all nodes' partial results and reduces them.
@@ -182,32 +129,25 @@ impl InstructionGraphGenerator {
         let bid = reduction.bid;
         let num_nodes = self.num_nodes;
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
-        let index = buffer
+        let gather = buffer
             .pending_gathers
             .iter()
-            .position(|g| g.reduction == reduction.rid)
-            .expect("reduction command without a preceding await-push");
-        let gather = buffer.pending_gathers[index].clone();
+            .find(|g| g.reduction == reduction.rid)
+            .expect("reduction command without a preceding await-push")
+            .clone();
         debug_assert_eq!(gather.gather_box, SCALAR_BOX);
         let (elem_size, elem_align) = (buffer.elem_size, buffer.elem_align);
         let node_chunk_bytes = gather.gather_box.area() * elem_size;
 
         let gather_aid = self.new_allocation_id(MemoryId::HOST);
-        let gather_box = gather.gather_box;
-        let alloc = self.em.create(
-            InstructionKind::Alloc {
-                allocation: gather_aid,
-                size_bytes: num_nodes * node_chunk_bytes,
-                align_bytes: elem_align,
-            },
-            || RecordDetail::Alloc {
-                origin: AllocOrigin::Gather,
-                buffer: Some((bid, gather_box)),
-                num_chunks: Some(num_nodes),
-            },
+        let alloc = create_gather_allocation(
+            &mut self.em,
+            bid,
+            gather_aid,
+            num_nodes,
+            node_chunk_bytes,
+            elem_align,
         );
-        self.em
-            .add_dependency(alloc, self.em.last_epoch, DependencyOrigin::LastEpoch);
         let fill = self.em.create(
             InstructionKind::FillIdentity {
                 reduction: reduction.rid,
@@ -219,8 +159,7 @@ impl InstructionGraphGenerator {
         self.em
             .add_dependency(fill, alloc, DependencyOrigin::AllocationLifetime);
 
-        let scalar: Region = SCALAR_BOX.into();
-        let mut local_copy = None;
+        let mut inputs = SmallVec::<[InstructionId; 2]>::new();
         if has_local_contribution {
             let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
             let location = buffer.up_to_date.get_box_values(&SCALAR_BOX)[0].1;
@@ -231,27 +170,17 @@ impl InstructionGraphGenerator {
                 .find(|&m| location.contains(m))
                 .expect("the local contribution is up to date somewhere");
             let source = buffer.memories[source_mid.0 as usize].contiguous_mut(&SCALAR_BOX);
-            let offset_bytes = self.local_node.0 as usize * elem_size;
-            let copy = self.em.create(
-                InstructionKind::Copy {
-                    source: source.aid,
-                    dest: gather_aid,
-                    source_layout: CopyLayout::Strided {
-                        allocation: source.allocated_box,
-                    },
-                    dest_layout: CopyLayout::Linearized { offset_bytes },
-                    region: scalar.clone(),
-                    elem_size,
-                },
-                || RecordDetail::Copy {
-                    origin: CopyOrigin::Gather,
-                    buffer: bid,
-                },
-            );
-            self.em
-                .add_dependency(copy, fill, DependencyOrigin::WriteToAllocation);
-            self.em.read_from_allocation(copy, source, &scalar);
-            local_copy = Some(copy);
+            let offset = self.local_node.0 as usize * elem_size;
+            let after = (fill, DependencyOrigin::WriteToAllocation);
+            inputs.push(create_gather_copy(
+                &mut self.em,
+                bid,
+                source,
+                gather_aid,
+                offset,
+                elem_size,
+                after,
+            ));
         }
 
         let transfer = TransferId {
@@ -269,44 +198,125 @@ impl InstructionGraphGenerator {
         );
         self.em
             .add_dependency(gather_receive, fill, DependencyOrigin::WriteToAllocation);
+        inputs.insert(0, gather_receive);
 
         self.allocate_contiguously(bid, MemoryId::HOST, std::iter::once(SCALAR_BOX).collect());
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
-        let dest = buffer.memories[MemoryId::HOST.0 as usize].contiguous_mut(&SCALAR_BOX);
-        let reduce = self.em.create(
-            InstructionKind::Reduce {
-                reduction: reduction.rid,
-                source: gather_aid,
-                num_source_values: num_nodes,
-                dest: dest.aid,
-            },
-            || RecordDetail::Reduce {
-                command: Some(command),
-                buffer: bid,
-                scope: ReductionScope::Global,
-            },
+        create_reduce_and_free(
+            &mut self.em,
+            buffer,
+            bid,
+            reduction.rid,
+            gather_aid,
+            num_nodes,
+            &inputs,
+            Some(command),
         );
-        self.em
-            .add_dependency(reduce, gather_receive, DependencyOrigin::ReadFromAllocation);
-        if let Some(copy) = local_copy {
-            self.em
-                .add_dependency(reduce, copy, DependencyOrigin::ReadFromAllocation);
-        }
-        self.em.write_to_allocation(reduce, dest, &scalar);
-        buffer.track_original_write(&scalar, reduce, MemoryId::HOST);
-
-        let size_bytes = num_nodes * node_chunk_bytes;
-        let free = self.em.create(
-            InstructionKind::Free {
-                allocation: gather_aid,
-            },
-            || RecordDetail::Free {
-                size_bytes,
-                buffer: None,
-            },
-        );
-        self.em
-            .add_dependency(free, reduce, DependencyOrigin::AllocationLifetime);
         buffer.pending_gathers.clear();
     }
+}
+
+/// Emits a gather allocation of `num_slots` slots of `slot_bytes` for buffer `bid`.
+fn create_gather_allocation(
+    em: &mut Emitter,
+    bid: BufferId,
+    aid: AllocationId,
+    num_slots: usize,
+    slot_bytes: usize,
+    align_bytes: usize,
+) -> InstructionId {
+    let alloc = em.create(
+        InstructionKind::Alloc {
+            allocation: aid,
+            size_bytes: num_slots * slot_bytes,
+            align_bytes,
+        },
+        || RecordDetail::Alloc {
+            origin: AllocOrigin::Gather,
+            buffer: Some((bid, SCALAR_BOX)),
+            num_chunks: Some(num_slots),
+        },
+    );
+    em.add_dependency(alloc, em.last_epoch, DependencyOrigin::LastEpoch);
+    alloc
+}
+
+/// Copies the scalar of `source` into the gather allocation at `offset_bytes`, after `after`.
+fn create_gather_copy(
+    em: &mut Emitter,
+    bid: BufferId,
+    source: &mut BufferAllocation,
+    gather: AllocationId,
+    offset_bytes: usize,
+    elem_size: usize,
+    after: (InstructionId, DependencyOrigin),
+) -> InstructionId {
+    let scalar: Region = SCALAR_BOX.into();
+    let copy = em.create(
+        InstructionKind::Copy {
+            source: source.aid,
+            dest: gather,
+            source_layout: CopyLayout::Strided {
+                allocation: source.allocated_box,
+            },
+            dest_layout: CopyLayout::Linearized { offset_bytes },
+            region: scalar.clone(),
+            elem_size,
+        },
+        || RecordDetail::Copy {
+            origin: CopyOrigin::Gather,
+            buffer: bid,
+        },
+    );
+    em.add_dependency(copy, after.0, after.1);
+    em.read_from_allocation(copy, source, &scalar);
+    copy
+}
+
+/// Reduces `num_values` gathered values into the host allocation of the buffer's scalar (the
+/// new original writer), then frees the gather allocation.
+#[allow(clippy::too_many_arguments)]
+fn create_reduce_and_free(
+    em: &mut Emitter,
+    buffer: &mut BufferState,
+    bid: BufferId,
+    reduction: ReductionId,
+    gather: AllocationId,
+    num_values: usize,
+    inputs: &[InstructionId],
+    command: Option<CommandId>,
+) {
+    let scalar: Region = SCALAR_BOX.into();
+    let dest = buffer.memories[MemoryId::HOST.0 as usize].contiguous_mut(&SCALAR_BOX);
+    let scope = if command.is_some() {
+        ReductionScope::Global
+    } else {
+        ReductionScope::Local
+    };
+    let reduce = em.create(
+        InstructionKind::Reduce {
+            reduction,
+            source: gather,
+            num_source_values: num_values,
+            dest: dest.aid,
+        },
+        || RecordDetail::Reduce {
+            command,
+            buffer: bid,
+            scope,
+        },
+    );
+    for &input in inputs {
+        em.add_dependency(reduce, input, DependencyOrigin::ReadFromAllocation);
+    }
+    em.write_to_allocation(reduce, dest, &scalar);
+    buffer.track_original_write(&scalar, reduce, MemoryId::HOST);
+    let size_bytes = num_values * buffer.elem_size * SCALAR_BOX.area();
+    let free = em.create(InstructionKind::Free { allocation: gather }, || {
+        RecordDetail::Free {
+            size_bytes,
+            buffer: None,
+        }
+    });
+    em.add_dependency(free, reduce, DependencyOrigin::AllocationLifetime);
 }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 
@@ -94,6 +95,8 @@ pub struct Config {
     pub uninitialized_read: ErrorPolicy,
     /// `overlapping_write`.
     pub overlapping_write: ErrorPolicy,
+    /// `stall_timeout`: report pending instructions when none completed for this long.
+    pub stall_timeout: Duration,
 }
 
 impl Default for Config {
@@ -112,6 +115,7 @@ impl Default for Config {
             trace_file: None,
             uninitialized_read: ErrorPolicy::Log,
             overlapping_write: ErrorPolicy::Log,
+            stall_timeout: Duration::from_secs(20),
         }
     }
 }
@@ -147,6 +151,12 @@ fn policy(value: &str) -> Option<ErrorPolicy> {
             ("error", ErrorPolicy::Error),
         ],
     )
+}
+
+/// Seconds in (0, 86400], integral or not (`20`, `0.5`).
+fn seconds(value: &str) -> Option<Duration> {
+    let secs = value.parse::<f64>().ok()?;
+    (secs.is_finite() && secs > 0.0 && secs <= 86400.0).then(|| Duration::from_secs_f64(secs))
 }
 
 fn non_empty_path(value: &str) -> Option<PathBuf> {
@@ -274,6 +284,14 @@ const KEYS: &[Key] = &[
         accepts: "ignore, log, error",
         apply: |c, v| {
             c.overlapping_write = policy(v)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "stall_timeout",
+        accepts: "a number of seconds greater than 0 and at most 86400 (e.g. 20 or 0.5)",
+        apply: |c, v| {
+            c.stall_timeout = seconds(v)?;
             Some(())
         },
     },
@@ -420,6 +438,7 @@ mod tests {
             ("trace_file", "t.json"),
             ("uninitialized_read", "error"),
             ("overlapping_write", "ignore"),
+            ("stall_timeout", "2.5"),
         ] {
             builder.set(key, value).unwrap();
         }
@@ -436,6 +455,37 @@ mod tests {
         assert_eq!(c.trace_file, Some(PathBuf::from("t.json")));
         assert_eq!(c.uninitialized_read, ErrorPolicy::Error);
         assert_eq!(c.overlapping_write, ErrorPolicy::Ignore);
+        assert_eq!(c.stall_timeout, Duration::from_millis(2500));
+    }
+
+    #[test]
+    fn stall_timeout_defaults_to_20_s_and_rejects_non_positive_values() {
+        assert_eq!(Config::default().stall_timeout, Duration::from_secs(20));
+        let mut builder = ConfigBuilder::default();
+        for bad in ["0", "-1", "abc", "", "NaN", "inf", "86401"] {
+            let error = builder.set("stall_timeout", bad).unwrap_err();
+            assert!(
+                error.message().contains("number of seconds"),
+                "{bad}: {}",
+                error.message()
+            );
+        }
+        builder.set("stall_timeout", "1").unwrap();
+        let (c, _) = builder.build(env(&[])).unwrap();
+        assert_eq!(c.stall_timeout, Duration::from_secs(1));
+        let (c, warnings) = ConfigBuilder::default()
+            .build(env(&[("CELERITY_STALL_TIMEOUT", "0.25")]))
+            .unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(c.stall_timeout, Duration::from_millis(250));
+        let error = ConfigBuilder::default()
+            .build(env(&[("CELERITY_STALL_TIMEOUT", "0")]))
+            .unwrap_err();
+        assert!(
+            error.message().contains("CELERITY_STALL_TIMEOUT"),
+            "{}",
+            error.message()
+        );
     }
 
     #[test]

@@ -118,8 +118,12 @@ fn communicator() -> Result<(Box<dyn Communicator>, Option<MpiGuard>)> {
     Ok((Box::new(InProcessCommunicator::local()), None))
 }
 
-/// Selects backend, devices and communicator (or the dry run) for `config`.
-pub(super) fn select(config: &Config) -> Result<Selection> {
+/// Selects backend, devices and communicator (or the dry run) for `config`; `communicator`,
+/// when given, replaces the communicator selection (one node of an in-process fabric, say).
+pub(super) fn select(
+    config: &Config,
+    communicator: Option<Box<dyn Communicator>>,
+) -> Result<Selection> {
     if let Some(nodes) = config.dry_run_nodes {
         let devices = match config.devices {
             DeviceSelection::Host(n) => n as usize,
@@ -135,7 +139,10 @@ pub(super) fn select(config: &Config) -> Result<Selection> {
         });
     }
     let (backend, backend_kind) = backend(config)?;
-    let (communicator, mpi) = communicator()?;
+    let (communicator, mpi) = match communicator {
+        Some(given) => (given, None),
+        None => self::communicator()?,
+    };
     if communicator.num_nodes() > 256 {
         return Err(Error::unsupported(format!(
             "{} processes exceed the supported 256 nodes",

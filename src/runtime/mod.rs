@@ -21,18 +21,22 @@ pub mod config;
 mod devices;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
 use crate::backend::interface::Launcher;
+use crate::comm::Communicator;
 use crate::command::{CommandGraphGenerator, CommandPolicies};
+use crate::debug::trace::TraceLog;
 use crate::error::{Error, Result};
 use crate::executor::live::{ExecutorConfig, ExecutorDelegate, ExecutorHandle, ExecutorMessage};
 use crate::executor::payload::{HostObjectInstance, KernelPayload, Promise, Reducer, UserMemory};
 use crate::grid::{Range, Subrange};
-use crate::instruction::{Batch, BufferFencePayload, InstructionGraphGenerator, Policies};
-use crate::scheduler::{SchedulerEvent, SchedulerHandle, SchedulerSink};
+use crate::instruction::{
+    Batch, BufferFencePayload, InstructionGraphGenerator, InstructionRecorder, Policies,
+};
+use crate::scheduler::{SchedulerEvent, SchedulerHandle, SchedulerOutput, SchedulerSink};
 use crate::task::{
     CommandGroup, EpochAction, EpochTracker, Task, TaskDelegate, TaskManager, TaskManagerConfig,
     TaskSpec,
@@ -63,6 +67,8 @@ struct Shared {
     errors: Mutex<Vec<Error>>,
     epochs: Mutex<EpochTracker>,
     scheduler: Mutex<Option<crossbeam_channel::Sender<SchedulerEvent>>>,
+    stall_reports: Mutex<Vec<String>>,
+    trace: Mutex<Option<TraceLog>>,
 }
 
 impl ExecutorDelegate for Shared {
@@ -80,6 +86,14 @@ impl ExecutorDelegate for Shared {
     fn async_error(&self, error: Error) {
         tracing::error!("{error}");
         self.errors.lock().push(error);
+    }
+
+    fn stall_detected(&self, report: &str) {
+        self.stall_reports.lock().push(report.to_owned());
+    }
+
+    fn trace_finished(&self, trace: TraceLog) {
+        *self.trace.lock() = Some(trace);
     }
 }
 
@@ -156,6 +170,10 @@ pub struct Runtime {
     live_host_objects: Vec<HostObjectId>,
     failed: Option<Error>,
     shut_down: bool,
+    /// When the runtime started (the trace's time origin).
+    started: Instant,
+    /// A clone of the communicator for gathering the command graphs (`print_graphs=on`, live).
+    graph_comm: Option<Box<dyn Communicator>>,
     /// Keeps MPI initialised (and finalises it last) when the runtime initialised it.
     _mpi: Option<devices::MpiGuard>,
 }
@@ -164,7 +182,22 @@ impl Runtime {
     /// Starts a runtime with `config`: selects devices and communicator, starts the scheduler
     /// and executor threads and creates the init epoch.
     pub fn start(config: Config) -> Result<Self> {
-        let selection = devices::select(&config)?;
+        Self::start_with(config, None)
+    }
+
+    /// Like [`Self::start`], on `communicator` instead of the selected one (e.g. one node of an
+    /// in-process fabric, to run several nodes in one process).
+    pub fn start_with_communicator(
+        config: Config,
+        communicator: Box<dyn Communicator>,
+    ) -> Result<Self> {
+        Self::start_with(config, Some(communicator))
+    }
+
+    fn start_with(config: Config, communicator: Option<Box<dyn Communicator>>) -> Result<Self> {
+        let started = Instant::now();
+        let selection = devices::select(&config, communicator)?;
+        crate::debug::logging::set_node(selection.node);
         let info = RuntimeInfo {
             node: selection.node.0 as u32,
             num_nodes: selection.num_nodes as u32,
@@ -176,20 +209,29 @@ impl Runtime {
             errors: Mutex::new(Vec::new()),
             epochs: Mutex::new(EpochTracker::new()),
             scheduler: Mutex::new(None),
+            stall_reports: Mutex::new(Vec::new()),
+            trace: Mutex::new(None),
         });
+        let tracing_on = config.trace_file.is_some();
+        let mut graph_comm = None;
         let executor = match selection.execution {
             devices::Execution::Live {
                 backend,
-                communicator,
-            } => ExecutorHandle::start(
-                backend,
-                communicator,
-                shared.clone(),
-                ExecutorConfig::default(),
-            )?,
+                mut communicator,
+            } => {
+                if config.print_graphs {
+                    // Collective: every node runs with the same `print_graphs`.
+                    graph_comm = Some(communicator.collective_clone()?);
+                }
+                let executor_config = ExecutorConfig {
+                    stall_timeout: config.stall_timeout,
+                    trace_epoch: tracing_on.then_some(started),
+                };
+                ExecutorHandle::start(backend, communicator, shared.clone(), executor_config)?
+            }
             devices::Execution::DryRun => ExecutorHandle::start_dry_run(shared.clone())?,
         };
-        let cdag = CommandGraphGenerator::new(
+        let mut cdag = CommandGraphGenerator::new(
             selection.num_nodes,
             selection.node,
             CommandPolicies {
@@ -197,6 +239,9 @@ impl Runtime {
                 overlapping_write: config.overlapping_write,
             },
         )?;
+        if config.print_graphs {
+            cdag.enable_recording();
+        }
         let policies = Policies {
             uninitialized_read: config.uninitialized_read,
             overlapping_write: config.overlapping_write,
@@ -207,14 +252,21 @@ impl Runtime {
             selection.node,
             selection.num_nodes,
             policies,
-            None,
+            config.print_graphs.then(InstructionRecorder::new),
         );
         let sink = ExecutorSink {
             executor: executor.sender(),
             executor_thread: executor.thread_handle(),
             shared: shared.clone(),
         };
-        let scheduler = SchedulerHandle::start(cdag, idag, config.lookahead, Box::new(sink))?;
+        let scheduler_trace = tracing_on.then(|| TraceLog::new(selection.node, started));
+        let scheduler = SchedulerHandle::start(
+            cdag,
+            idag,
+            config.lookahead,
+            Box::new(sink),
+            scheduler_trace,
+        )?;
         *shared.scheduler.lock() = Some(scheduler.sender());
         let task_manager = TaskManager::new(
             TaskManagerConfig {
@@ -243,6 +295,8 @@ impl Runtime {
             live_host_objects: Vec::new(),
             failed: None,
             shut_down: false,
+            started,
+            graph_comm,
             _mpi: selection.mpi,
         })
     }
@@ -560,15 +614,85 @@ impl Runtime {
             .epoch(EpochAction::Shutdown, None)
             .map(|_| ());
         let executor_outcome = self.executor.join();
-        self.scheduler.join();
+        let scheduler_output = self.scheduler.join();
         *self.shared.scheduler.lock() = None;
+        let observability = self.write_observability(scheduler_output);
         epoch?;
         // A failure no earlier call reported is reported now; one already reported is not again.
         let pending = self.take_async_error();
         if !already_reported {
             pending?;
         }
-        executor_outcome
+        executor_outcome.and(observability)
+    }
+
+    /// The stall reports of this runtime's executor so far (see `docs/stall-detector.md`).
+    pub fn stall_reports(&self) -> Vec<String> {
+        self.shared.stall_reports.lock().clone()
+    }
+
+    /// Writes the graphs (`print_graphs=on`) and the trace (`trace_file`) at shutdown.
+    fn write_observability(&mut self, output: Option<SchedulerOutput>) -> Result<()> {
+        let Some(output) = output else {
+            return Ok(());
+        };
+        let node = crate::types::NodeId(u64::from(self.info.node));
+        let graphs = if self.config.print_graphs {
+            self.print_graphs(&output, node)
+        } else {
+            Ok(())
+        };
+        let trace = match &self.config.trace_file {
+            Some(path) => {
+                let mut log = self
+                    .shared
+                    .trace
+                    .lock()
+                    .take()
+                    .unwrap_or_else(|| TraceLog::new(node, self.started));
+                if let Some(scheduler) = output.trace {
+                    log.merge(scheduler);
+                }
+                crate::debug::output::write_trace(path, &log, node).map(|path| {
+                    tracing::info!("trace written to {}", path.display());
+                })
+            }
+            None => Ok(()),
+        };
+        graphs.and(trace)
+    }
+
+    fn print_graphs(&mut self, output: &SchedulerOutput, node: crate::types::NodeId) -> Result<()> {
+        use crate::debug::output;
+        let (Some(commands), Some(instructions), Some(tasks)) = (
+            output.cdag.recorder(),
+            output.idag.recorder(),
+            self.task_manager.recorder(),
+        ) else {
+            return Err(Error::internal(
+                "print_graphs is on but a recorder is missing",
+            ));
+        };
+        let format = self.config.graph_format;
+        let local = output::command_graph_bytes(commands, format);
+        let gathered = match &mut self.graph_comm {
+            Some(comm) => comm.collective_gather_bytes(crate::types::NodeId(0), &local)?,
+            None => Some(vec![local]),
+        };
+        let Some(command_graphs) = gathered else {
+            return Ok(());
+        };
+        let paths = output::write_graphs(
+            &self.config.graph_dir,
+            format,
+            node,
+            tasks,
+            &command_graphs,
+            instructions,
+        )?;
+        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        tracing::info!("graphs written: {}", names.join(", "));
+        Ok(())
     }
 }
 
@@ -580,5 +704,7 @@ impl Drop for Runtime {
     }
 }
 
+#[cfg(test)]
+mod observability_tests;
 #[cfg(test)]
 mod tests;

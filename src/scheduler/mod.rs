@@ -25,6 +25,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use crate::command::{CommandGraphGenerator, CommandKind, CommandRef};
+use crate::debug::json_string;
+use crate::debug::trace::{SCHEDULER_TRACK, TraceLog};
 use crate::error::{Error, Result};
 use crate::executor::payload::promise_of;
 use crate::grid::Range;
@@ -77,24 +79,41 @@ pub trait SchedulerSink: Send {
     fn abort(&mut self);
 }
 
+/// What the scheduler thread hands back when it ends: its generators (whose recorders hold the
+/// command and instruction graphs with `print_graphs=on`) and its trace (with `trace_file`).
+pub struct SchedulerOutput {
+    /// The command graph generator.
+    pub cdag: CommandGraphGenerator,
+    /// The instruction graph generator.
+    pub idag: InstructionGraphGenerator,
+    /// The scheduler's trace slices.
+    pub trace: Option<TraceLog>,
+}
+
 /// The application side of the scheduler thread.
 pub struct SchedulerHandle {
     sender: Sender<SchedulerEvent>,
-    thread: Option<JoinHandle<()>>,
+    thread: Option<JoinHandle<SchedulerOutput>>,
 }
 
 impl SchedulerHandle {
-    /// Starts the scheduler thread over the two generators of this node.
+    /// Starts the scheduler thread over the two generators of this node; with `trace`, it
+    /// records a slice per task and per compiled command.
     pub fn start(
         cdag: CommandGraphGenerator,
         idag: InstructionGraphGenerator,
         lookahead: Lookahead,
         sink: Box<dyn SchedulerSink>,
+        trace: Option<TraceLog>,
     ) -> Result<Self> {
         let (sender, receiver) = unbounded();
         let thread = std::thread::Builder::new()
             .name("celerity-scheduler".into())
-            .spawn(move || Scheduler::new(cdag, idag, lookahead, sink).run(receiver))
+            .spawn(move || {
+                let mut scheduler = Scheduler::new(cdag, idag, lookahead, sink);
+                scheduler.trace = trace;
+                scheduler.run(receiver)
+            })
             .map_err(|e| Error::internal(format!("cannot start the scheduler thread: {e}")))?;
         Ok(Self {
             sender,
@@ -113,11 +132,9 @@ impl SchedulerHandle {
         let _ = self.sender.send(event);
     }
 
-    /// Waits for the scheduler thread to end (after the shutdown epoch).
-    pub fn join(&mut self) {
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+    /// Waits for the scheduler thread to end (after the shutdown epoch) and takes its output.
+    pub fn join(&mut self) -> Option<SchedulerOutput> {
+        self.thread.take().and_then(|thread| thread.join().ok())
     }
 }
 
@@ -138,6 +155,7 @@ pub struct Scheduler {
     /// Horizon commands queued after the last command that could merge with later ones.
     horizons_since_mergeable: usize,
     shutdown: bool,
+    trace: Option<TraceLog>,
     /// Set after a panic inside a generator: later tasks only get their promises failed.
     broken: Option<Error>,
 }
@@ -158,11 +176,15 @@ impl Scheduler {
             queue: VecDeque::new(),
             horizons_since_mergeable: 0,
             shutdown: false,
+            trace: None,
             broken: None,
         }
     }
 
-    fn run(mut self, receiver: Receiver<SchedulerEvent>) {
+    fn run(mut self, receiver: Receiver<SchedulerEvent>) -> SchedulerOutput {
+        if let Some(trace) = &mut self.trace {
+            trace.name_track(SCHEDULER_TRACK, "scheduler");
+        }
         while let Ok(event) = receiver.recv() {
             let task = match &event {
                 SchedulerEvent::Task(task) => Some(task.clone()),
@@ -190,6 +212,11 @@ impl Scheduler {
             if self.shutdown {
                 break;
             }
+        }
+        SchedulerOutput {
+            cdag: self.cdag,
+            idag: self.idag,
+            trace: self.trace,
         }
     }
 
@@ -246,7 +273,18 @@ impl Scheduler {
     }
 
     fn task(&mut self, task: &Arc<Task>) {
-        let commands = match self.cdag.build_task(task) {
+        let start = self.trace.as_ref().map(TraceLog::now_us);
+        let built = self.cdag.build_task(task);
+        if let (Some(trace), Some(start)) = (&mut self.trace, start) {
+            let args = vec![("task", json_string(&task.id().to_string()))];
+            trace.span(
+                SCHEDULER_TRACK,
+                format!("build {}", task.label()),
+                start,
+                args,
+            );
+        }
+        let commands = match built {
             Ok(commands) => commands,
             Err(error) => {
                 self.sink
@@ -304,8 +342,9 @@ impl Scheduler {
     }
 
     fn compile(&mut self, queued: Queued) {
+        let start = self.trace.as_ref().map(TraceLog::now_us);
         let batch = match queued {
-            Queued::Command(command, _) => match self.idag.compile(&command) {
+            Queued::Command(command, _) => match self.traced_compile(&command, start) {
                 Ok(batch) => batch,
                 Err(error) => {
                     self.sink
@@ -330,5 +369,21 @@ impl Scheduler {
         if !batch.0.is_empty() || !batch.1.is_empty() {
             self.sink.batch(batch);
         }
+    }
+
+    fn traced_compile(&mut self, command: &CommandRef, start: Option<f64>) -> Result<Batch> {
+        let batch = self.idag.compile(command);
+        if let (Some(trace), Some(start)) = (&mut self.trace, start) {
+            let mut args = vec![
+                ("command", json_string(&command.id().to_string())),
+                ("task", json_string(&command.task().id().to_string())),
+            ];
+            if let Ok((instructions, _)) = &batch {
+                args.push(("instructions", instructions.len().to_string()));
+            }
+            let name = format!("compile {} {}", command.kind().name(), command.id());
+            trace.span(SCHEDULER_TRACK, name, start, args);
+        }
+        batch
     }
 }

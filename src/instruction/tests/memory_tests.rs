@@ -602,3 +602,75 @@ fn frequent_allocations_are_warned_about() {
             .any(|w| w.contains("frequent allocations"))
     );
 }
+
+#[test]
+fn oddly_shaped_resize_copy_is_a_single_instruction() {
+    let mut ctx = Ctx::new(1);
+    let buf = ctx.buffer(&[256, 256], false);
+    ctx.device(
+        &[1],
+        CommandGroup::new()
+            .discard_write(buf, fixed([0, 0, 0], [64, 128, 1]))
+            .discard_write(buf, fixed([0, 0, 0], [128, 64, 1])),
+    );
+    ctx.device(
+        &[1],
+        CommandGroup::new().read_write(buf, fixed([0, 0, 0], [256, 256, 1])),
+    );
+    let resize: Vec<_> = ctx
+        .select(is_copy)
+        .into_iter()
+        .filter(|c| copy_info(c).3 == CopyOrigin::Resize)
+        .collect();
+    assert_eq!(resize.len(), 1);
+    assert_eq!(copy_info(resize[0]).2.area(), 64 * 128 + 64 * 64);
+}
+
+#[test]
+fn host_staging_keeps_concurrent_kernels_independent() {
+    let mut ctx = Ctx::builder().devices(2).peer_copies(false).build();
+    let a = ctx.buffer(&[256], false);
+    let b = ctx.buffer(&[256], false);
+    ctx.device(
+        &[256],
+        CommandGroup::new().discard_write(a, RangeMapper::OneToOne),
+    );
+    ctx.device(
+        &[256],
+        CommandGroup::new().discard_write(b, RangeMapper::OneToOne),
+    );
+    ctx.device(&[256], CommandGroup::new().read(a, RangeMapper::All));
+    ctx.device(&[256], CommandGroup::new().read(b, RangeMapper::All));
+    let k = ctx.select(is_kernel);
+    // the two readers of `a` never wait for the writers of `b`
+    assert!(!ctx.depends_transitively(k[4].id(), k[2].id()));
+    assert!(!ctx.depends_transitively(k[5].id(), k[3].id()));
+}
+
+#[test]
+fn staged_neighborhood_reads_fan_out_only_to_devices_that_need_each_piece() {
+    for split_2d in [false, true] {
+        let mut ctx = Ctx::builder().devices(4).peer_copies(false).build();
+        let buf = ctx.buffer(&[64, 64], false);
+        let mut write = CommandGroup::new().discard_write(buf, RangeMapper::OneToOne);
+        let mut read = CommandGroup::new().read(buf, RangeMapper::Neighborhood([1, 1, 0]));
+        if split_2d {
+            write = write.hint_split_2d();
+            read = read.hint_split_2d();
+        }
+        ctx.device(&[64, 64], write);
+        ctx.device(&[64, 64], read);
+        // every host-to-device copy lands in a device whose reader needs exactly that piece
+        let kernels = ctx.select(is_kernel);
+        for c in ctx.select(is_copy) {
+            let (s, d, region, _) = copy_info(c);
+            if s == MemoryId::HOST && d >= MemoryId::FIRST_DEVICE {
+                let reader = kernels[kernels.len() - 4 + (d.0 - 2) as usize];
+                let InstructionKind::DeviceKernel { accesses, .. } = reader.kind() else {
+                    unreachable!()
+                };
+                assert!(accesses[0].accessed_box.covers(&region.bounding_box()));
+            }
+        }
+    }
+}

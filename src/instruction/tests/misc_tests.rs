@@ -426,3 +426,119 @@ fn instructions_carry_engine_placement() {
     let copy = ctx.select(is_copy)[0];
     assert_eq!(copy.instruction.priority(), priority::COPY);
 }
+
+#[test]
+fn the_out_of_order_engine_runs_every_generated_instruction() {
+    use crate::executor::engine::OutOfOrderEngine;
+    let mut ctx = Ctx::builder()
+        .nodes(2)
+        .devices(2)
+        .peer_copies(false)
+        .build();
+    let buf = ctx.buffer(&[256, 256], true);
+    for _ in 0..4 {
+        ctx.device(
+            &[256, 256],
+            CommandGroup::new()
+                .read(buf, RangeMapper::NeighborhoodAlongAxes([1, 1, 0]))
+                .discard_write(buf, RangeMapper::OneToOne),
+        );
+    }
+    ctx.host(&[256, 256], CommandGroup::new().read(buf, RangeMapper::All));
+    ctx.finish();
+    let system = ctx.iggen.system().clone();
+    let mut engine = OutOfOrderEngine::new(2);
+    for r in ctx.all() {
+        engine.submit(r.instruction.engine_instruction(&system));
+    }
+    let mut done = 0;
+    while let Some(a) = engine.assign_one() {
+        engine.complete_assigned(a.id);
+        done += 1;
+    }
+    assert_eq!(done, ctx.all().len());
+    assert!(engine.is_idle());
+}
+
+#[test]
+fn shutdown_frees_everything_that_was_allocated() {
+    let mut ctx = Ctx::builder().devices(2).peer_copies(false).build();
+    let a = ctx.buffer(&[128, 128], true);
+    let b = ctx.buffer(&[128, 128], false);
+    ctx.device(
+        &[128, 128],
+        CommandGroup::new()
+            .read(a, RangeMapper::All)
+            .discard_write(b, RangeMapper::OneToOne),
+    );
+    ctx.host(&[128, 128], CommandGroup::new().read(b, RangeMapper::All));
+    ctx.destroy_buffer(a);
+    ctx.destroy_buffer(b);
+    ctx.finish();
+    let allocated: std::collections::BTreeSet<_> = ctx
+        .select(is_alloc)
+        .iter()
+        .map(|r| match r.kind() {
+            InstructionKind::Alloc { allocation, .. } => *allocation,
+            _ => unreachable!(),
+        })
+        .collect();
+    let freed: std::collections::BTreeSet<_> = ctx
+        .select(is_free)
+        .iter()
+        .map(|r| match r.kind() {
+            InstructionKind::Free { allocation } => *allocation,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(allocated, freed);
+    // every free comes after every use of its allocation
+    for f in ctx.select(is_free) {
+        let InstructionKind::Free { allocation } = f.kind() else {
+            unreachable!()
+        };
+        for user in ctx.all() {
+            let uses = match user.kind() {
+                InstructionKind::Copy { source, dest, .. } => {
+                    source == allocation || dest == allocation
+                }
+                InstructionKind::DeviceKernel { accesses, .. }
+                | InstructionKind::HostTask { accesses, .. } => {
+                    accesses.iter().any(|x| x.allocation == *allocation)
+                }
+                _ => false,
+            };
+            if uses {
+                assert!(
+                    ctx.depends_transitively(f.id(), user.id()),
+                    "{} frees before {} uses",
+                    f.id(),
+                    user.id()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn generation_is_deterministic() {
+    let build = || {
+        let mut ctx = Ctx::builder()
+            .nodes(2)
+            .devices(3)
+            .peer_copies(false)
+            .build();
+        let buf = ctx.buffer(&[64, 64], true);
+        for _ in 0..3 {
+            ctx.device(
+                &[64, 64],
+                CommandGroup::new()
+                    .read_write(buf, RangeMapper::OneToOne)
+                    .read(buf, RangeMapper::All),
+            );
+        }
+        ctx.finish();
+        ctx.dump()
+    };
+    assert_eq!(build(), build());
+}

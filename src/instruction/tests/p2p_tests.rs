@@ -189,3 +189,61 @@ fn huge_buffers_are_sent_in_communicator_compatible_boxes() {
     );
     assert!(pilots.is_empty(), "node 0 sends nothing");
 }
+
+#[test]
+fn a_broadcast_sends_once_per_peer_with_distinct_message_ids() {
+    let mut ctx = Ctx::builder().nodes(4).build();
+    let buf = ctx.buffer(&[256], false);
+    ctx.submit(
+        TaskSpec::MasterNode,
+        CommandGroup::new().discard_write(buf, RangeMapper::All),
+    );
+    ctx.device(&[256], CommandGroup::new().read(buf, RangeMapper::All));
+    let sends = ctx.select(is_send);
+    assert_eq!(sends.len(), 3);
+    let pilots = ctx.recorder().pilots();
+    let targets: Vec<_> = pilots.iter().map(|p| p.to.0).collect();
+    assert_eq!(targets, vec![1, 2, 3]);
+    let mut ids: Vec<_> = pilots.iter().map(|p| p.message.id).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 3);
+    // one coherence copy to host serves all three sends
+    assert_eq!(ctx.select(is_copy).len(), 1);
+    for s in &sends {
+        let InstructionKind::Send { message, .. } = s.kind() else {
+            unreachable!()
+        };
+        assert!(pilots.iter().any(|p| p.message.id == *message));
+    }
+}
+
+#[test]
+fn received_data_is_not_received_again() {
+    let mut ctx = Ctx::builder().nodes(2).build();
+    let buf = ctx.buffer(&[256], false);
+    ctx.device(&[256], CommandGroup::new().discard_write(buf, reversed()));
+    ctx.device(&[256], CommandGroup::new().read(buf, RangeMapper::OneToOne));
+    ctx.device(&[256], CommandGroup::new().read(buf, RangeMapper::OneToOne));
+    assert_eq!(ctx.select(is_receive).len(), 1);
+    assert_eq!(ctx.recorder().await_push_commands().len(), 1);
+}
+
+#[test]
+fn receives_land_in_host_memory_and_reach_devices_by_copy() {
+    let mut ctx = Ctx::builder().nodes(2).devices(2).build();
+    let buf = ctx.buffer(&[256], false);
+    ctx.device(&[256], CommandGroup::new().discard_write(buf, reversed()));
+    ctx.device(&[256], CommandGroup::new().read(buf, RangeMapper::OneToOne));
+    for r in ctx.select(|k| matches!(k, InstructionKind::SplitReceive { .. })) {
+        let InstructionKind::SplitReceive { dest, .. } = r.kind() else {
+            unreachable!()
+        };
+        assert_eq!(dest.memory(), MemoryId::HOST);
+    }
+    let to_devices = ctx
+        .select(is_copy)
+        .into_iter()
+        .filter(|c| copy_info(c).0 == MemoryId::HOST && copy_info(c).1 >= MemoryId::FIRST_DEVICE)
+        .count();
+    assert_eq!(to_devices, 2);
+}

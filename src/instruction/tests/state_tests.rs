@@ -163,5 +163,53 @@ fn long_runs_keep_the_tracking_state_bounded() {
     let latest = ctx.all().last().unwrap().id().0;
     state
         .original_writers
-        .for_each(|_, w| assert!(latest - w.0 < 40));
+        .for_each(|_, w| assert!(latest - w.writer.0 < 40));
+}
+
+#[test]
+fn fences_flush_the_lookahead_queue() {
+    let mut ctx = Ctx::builder().lookahead(Lookahead::Infinite).build();
+    let buf = ctx.buffer(&[16], false);
+    ctx.device(
+        &[16],
+        CommandGroup::new().discard_write(buf, RangeMapper::OneToOne),
+    );
+    assert_eq!(ctx.select(is_kernel).len(), 0, "held back: it allocates");
+    ctx.fence_buffer(buf, None);
+    assert_eq!(ctx.select(is_kernel).len(), 1);
+    assert_eq!(
+        ctx.select(|k| matches!(k, InstructionKind::Fence { .. }))
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn anticipated_boxes_are_allocated_with_the_first_real_allocation() {
+    let mut ctx = Ctx::new(1);
+    let buf = ctx.buffer(&[64], false);
+    let mut commands = Vec::new();
+    for n in 0..4 {
+        ctx.tm
+            .submit(
+                TaskSpec::device(1, Range::from_slice(&[1])),
+                CommandGroup::new()
+                    .discard_write(buf, RangeMapper::Fixed(sr([n * 16, 0, 0], [16, 1, 1]))),
+            )
+            .unwrap();
+    }
+    let tasks: Vec<_> = std::mem::take(&mut *ctx.tasks.lock().unwrap());
+    for t in &tasks {
+        commands.extend(ctx.cggen.build_task(t).unwrap());
+    }
+    for c in &commands {
+        ctx.iggen.anticipate(c);
+    }
+    for c in &commands {
+        let (batch, _) = ctx.iggen.compile(c).unwrap();
+        check_batch(&batch);
+    }
+    let allocs = ctx.select(is_alloc);
+    assert_eq!(allocs.len(), 1);
+    assert_eq!(alloc_info(allocs[0]).1, Some(gbox([0, 0, 0], [64, 1, 1])));
 }

@@ -1,0 +1,84 @@
+//! What each local chunk of a task accesses, evaluated once per compilation: the range mappers
+//! run once per access and chunk, and every later stage (allocation, receives, coherence, the
+//! kernel's allocation map, dependency tracking) reads these regions.
+
+use smallvec::SmallVec;
+
+use crate::grid::{BoxVec, GridBox, Region};
+use crate::task::Task;
+use crate::types::BufferId;
+
+/// One buffer's requirements of one chunk.
+#[derive(Debug, Clone)]
+pub(crate) struct BufferRequirements {
+    /// The buffer.
+    pub bid: BufferId,
+    /// Elements read (consuming accesses).
+    pub reads: Region,
+    /// Elements written (producing accesses; reductions not included).
+    pub writes: Region,
+    /// Bounding box of each non-empty access: each must be allocated contiguously.
+    pub contiguous: BoxVec,
+}
+
+/// The requirements of one chunk.
+#[derive(Debug, Clone)]
+pub(crate) struct ChunkRequirements {
+    /// Per access of the task, the region it touches.
+    pub accesses: Vec<Region>,
+    /// Per buffer the task touches (accesses and reductions), in the order given.
+    pub buffers: SmallVec<[BufferRequirements; 2]>,
+}
+
+impl ChunkRequirements {
+    /// Evaluates every access of `task` on `chunk`, for the buffers `bids`.
+    pub fn new(task: &Task, chunk: &GridBox, bids: &[BufferId]) -> Self {
+        let access_map = task.access_map();
+        let accesses: Vec<Region> = (0..access_map.num_accesses())
+            .map(|i| access_map.requirements_for_nth_access(i, chunk))
+            .collect();
+        let buffers = bids
+            .iter()
+            .map(|&bid| {
+                let mut reads: Option<Region> = None;
+                let mut writes: Option<Region> = None;
+                let mut contiguous = BoxVec::new();
+                for (i, region) in accesses.iter().enumerate() {
+                    let (b, mode) = access_map.nth_access(i);
+                    if b != bid || region.is_empty() {
+                        continue;
+                    }
+                    contiguous.push(region.bounding_box());
+                    if mode.is_consumer() {
+                        accumulate(&mut reads, region);
+                    }
+                    if mode.is_producer() {
+                        accumulate(&mut writes, region);
+                    }
+                }
+                BufferRequirements {
+                    bid,
+                    reads: reads.unwrap_or_default(),
+                    writes: writes.unwrap_or_default(),
+                    contiguous,
+                }
+            })
+            .collect();
+        Self { accesses, buffers }
+    }
+
+    /// The requirements on `bid`.
+    pub fn buffer(&self, bid: BufferId) -> &BufferRequirements {
+        self.buffers
+            .iter()
+            .find(|b| b.bid == bid)
+            .expect("buffer requirements were evaluated")
+    }
+}
+
+fn accumulate(acc: &mut Option<Region>, region: &Region) {
+    *acc = Some(match acc.take() {
+        None => region.clone(),
+        Some(r) => r.union(region),
+    });
+}
