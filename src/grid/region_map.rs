@@ -318,9 +318,12 @@ impl<T: Clone + PartialEq> RegionMap<T> {
                 if let Some(j) = candidates.iter().position(|c| *c == nb) {
                     alive[j] = false;
                 }
-                let value = self.erase(&b);
+                // the partner goes, the candidate grows in place over it
                 self.erase(&nb);
-                candidates[i] = self.insert_new(b.bounding_box(&nb), value);
+                let merged = b.bounding_box(&nb);
+                let grown = self.root.grow_entry(&b, merged);
+                debug_assert!(grown, "candidate is not an entry");
+                candidates[i] = merged;
                 merged_any = true;
             }
         }

@@ -261,6 +261,27 @@ impl<T> Node<T> {
         None
     }
 
+    /// Replaces the box of the entry `old` by `new`, which must contain it, keeping the value, and
+    /// widens the bounding boxes on the way (they stay exact: each grows by `new` alone). Returns
+    /// false if `old` is not an entry. Cheaper than erasing and re-inserting a merged entry.
+    pub fn grow_entry(&mut self, old: &GridBox, new: GridBox) -> bool {
+        debug_assert!(new.covers(old));
+        for i in 0..self.boxes.len() {
+            if !self.boxes[i].covers(old) {
+                continue;
+            }
+            let found = match &mut self.slots[i] {
+                Slot::Value(_) => self.boxes[i] == *old,
+                Slot::Node(child) => child.grow_entry(old, new),
+            };
+            if found {
+                self.boxes[i] = self.boxes[i].bounding_box(&new);
+                return true;
+            }
+        }
+        false
+    }
+
     /// Removes the entry whose box is exactly `b` and returns its value.
     /// Nodes that fall below the minimum fill are dissolved; their items are
     /// appended to `orphans` for re-insertion.
