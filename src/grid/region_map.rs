@@ -287,9 +287,9 @@ impl<T: Clone + PartialEq> RegionMap<T> {
                     continue;
                 }
                 let b = candidates[i];
-                let Some((_, v)) = self.root.point_query(b.min_arr()) else {
-                    unreachable!()
-                };
+                // the candidate's own value, looked up only once a neighbour of matching shape
+                // turns up (most probes fail on the shape)
+                let mut own: Option<&T> = None;
                 let mut partner = None;
                 for d in 0..3 {
                     let mut probes: SmallVec<[[usize; 3]; 2]> = SmallVec::new();
@@ -308,7 +308,16 @@ impl<T: Clone + PartialEq> RegionMap<T> {
                             .root
                             .point_query(p)
                             .expect("map does not tile its extent");
-                        (nv == v && mergeable_along(&b, &nb, d)).then_some(nb)
+                        if !mergeable_along(&b, &nb, d) {
+                            return None;
+                        }
+                        let v = *own.get_or_insert_with(|| {
+                            self.root
+                                .point_query(b.min_arr())
+                                .expect("candidate is not an entry")
+                                .1
+                        });
+                        (nv == v).then_some(nb)
                     });
                     if partner.is_some() {
                         break;
