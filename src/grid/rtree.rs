@@ -43,11 +43,6 @@ fn volume(b: &GridBox) -> f64 {
     r[0] as f64 * r[1] as f64 * r[2] as f64
 }
 
-#[inline]
-fn enlargement(container: &GridBox, added: &GridBox) -> f64 {
-    volume(&container.bounding_box(added)) - volume(container)
-}
-
 impl<T> Node<T> {
     pub fn new_leaf() -> Self {
         Node {
@@ -169,20 +164,17 @@ impl<T> Node<T> {
     /// The child whose bounding box grows least (then: the smaller one).
     fn choose_child(&self, b: &GridBox) -> usize {
         let mut best = 0;
-        let mut best_key = (f64::INFINITY, f64::INFINITY);
+        let (mut best_enl, mut best_vol) = (f64::INFINITY, f64::INFINITY);
         for (i, cb) in self.boxes.iter().enumerate() {
-            if cb.covers(b) {
-                let key = (0.0, volume(cb));
-                if key < best_key {
-                    best = i;
-                    best_key = key;
-                }
-                continue;
-            }
-            let key = (enlargement(cb, b), volume(cb));
-            if key < best_key {
+            let vol = volume(cb);
+            let enl = if cb.covers(b) {
+                0.0
+            } else {
+                volume(&cb.bounding_box(b)) - vol
+            };
+            if enl < best_enl || (enl == best_enl && vol < best_vol) {
                 best = i;
-                best_key = key;
+                (best_enl, best_vol) = (enl, vol);
             }
         }
         best
