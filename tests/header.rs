@@ -130,3 +130,14 @@ fn header_declares_each_function_once() {
     }
     assert!(seen.contains("celerity_runtime_init"), "{seen:?}");
 }
+
+#[test]
+fn header_declares_no_foreign_functions() {
+    let header = generate();
+    for line in header.lines() {
+        assert!(
+            !line.starts_with("extern ") || line.starts_with("extern \"C\""),
+            "the header declares a function that is not celerity's: {line}"
+        );
+    }
+}

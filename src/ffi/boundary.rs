@@ -39,6 +39,13 @@ pub(crate) fn last_error_message_ptr() -> *const c_char {
         .unwrap_or(c"".as_ptr())
 }
 
+/// The calling thread's last error message as a Rust string.
+pub(crate) fn last_error_message_string() -> String {
+    LAST_ERROR
+        .try_with(|slot| slot.borrow().to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()

@@ -139,8 +139,48 @@ pub extern "C" fn celerity_runtime_init(
             thread: std::thread::current().id(),
         };
         *RUNTIME_THREAD.lock() = Some(std::thread::current().id());
+        register_exit_hook();
         Ok(())
     })
+}
+
+// The doc line tells cbindgen to keep this import out of the header.
+#[allow(unused_doc_comments)]
+/// cbindgen:ignore
+unsafe extern "C" {
+    /// The C library's `atexit` (imported, not part of celerity's ABI).
+    fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
+}
+
+/// Shuts a runtime the program forgot to shut down when the process exits (from the runtime's
+/// thread: returning from `main` or calling `exit` there), so work finishes, drop and destroy
+/// callbacks run and MPI is finalised. A no-op after `celerity_runtime_shutdown`.
+extern "C" fn shutdown_at_exit() {
+    let owner = *RUNTIME_THREAD.lock();
+    if owner != Some(std::thread::current().id()) {
+        return;
+    }
+    if matches!(&*RUNTIME.lock(), Slot::Running { .. }) {
+        tracing::warn!("the program exited without celerity_runtime_shutdown; shutting down now");
+        let status = celerity_runtime_shutdown();
+        if status != super::status::CELERITY_OK {
+            eprintln!(
+                "celerity: shutdown at exit failed: {}",
+                boundary::last_error_message_string()
+            );
+        }
+    }
+}
+
+fn register_exit_hook() {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    REGISTERED.call_once(|| {
+        // SAFETY: `atexit` only records the function pointer; `shutdown_at_exit` never unwinds
+        // (celerity_runtime_shutdown catches panics) and only runs on the runtime's thread.
+        if unsafe { atexit(shutdown_at_exit) } != 0 {
+            tracing::warn!("could not register the shutdown-at-exit hook");
+        }
+    });
 }
 
 /// Shuts the runtime down: waits for all submitted work, releases buffers and host objects the
