@@ -28,10 +28,11 @@ use parking_lot::Mutex;
 
 use super::SendPtr;
 use super::event::{AsyncEvent, Completion, EventCompleter};
+use super::host::{host_copy_job, host_launch_job};
 use super::interface::{Backend, CopyLane, KernelInvocation, LaunchEnvironment, Launcher};
-use super::nd_memory::{NdCopyLayout, StridedBox, copy_box_raw, layout_nd_copy};
-use super::system_info::{DeviceInfo, MemoryInfo, MemoryMask, SystemInfo};
-use super::thread_queue::ThreadQueue;
+use super::nd_memory::{NdCopyLayout, StridedBox, layout_nd_copy};
+use super::system_info::SystemInfo;
+use super::thread_queue::{Lanes, ThreadQueue};
 use crate::error::{Error, ErrorKind, Result};
 use crate::types::{DeviceId, MemoryId};
 
@@ -105,7 +106,7 @@ type PendingEvents = Arc<Mutex<Vec<(Handle<sys::CUevent>, EventCompleter)>>>;
 pub struct CudaBackend {
     system: SystemInfo,
     devices: Vec<CudaDevice>,
-    host_lanes: Vec<ThreadQueue>,
+    host_lanes: Lanes,
     alloc_queue: ThreadQueue,
     pending: PendingEvents,
     /// Live allocations by (memory, address), to reject bad frees.
@@ -152,7 +153,7 @@ impl CudaBackend {
         Ok(Self {
             system,
             devices,
-            host_lanes: Vec::new(),
+            host_lanes: Lanes::new("celerity-host"),
             alloc_queue: ThreadQueue::new("celerity-alloc")?,
             pending: Arc::default(),
             live: Arc::default(),
@@ -161,58 +162,33 @@ impl CudaBackend {
 
     /// Enables peer access where both directions support it and builds the system model.
     fn system_with_peer_access(devices: &[CudaDevice]) -> Result<SystemInfo> {
-        let device_memory = |d: usize| MemoryId(MemoryId::FIRST_DEVICE.0 + d as u64);
-        let mut memories = vec![
-            MemoryInfo {
-                copy_peers: MemoryMask::EMPTY
-            };
-            devices.len() + 2
-        ];
-        let mut connect = |a: MemoryId, b: MemoryId| {
-            memories[a.0 as usize].copy_peers.insert(b);
-            memories[b.0 as usize].copy_peers.insert(a);
-        };
-        connect(MemoryId::USER, MemoryId::USER);
-        connect(MemoryId::HOST, MemoryId::HOST);
-        connect(MemoryId::USER, MemoryId::HOST);
-        for (i, a) in devices.iter().enumerate() {
-            connect(device_memory(i), device_memory(i));
-            connect(device_memory(i), MemoryId::HOST);
-            for (j, b) in devices.iter().enumerate().take(i) {
-                let (mut ab, mut ba) = (0, 0);
-                // SAFETY: valid device handles and out-pointers.
-                unsafe {
-                    check(
-                        "cuDeviceCanAccessPeer",
-                        sys::cuDeviceCanAccessPeer(&mut ab, a.cu_device, b.cu_device),
-                    )?;
-                    check(
-                        "cuDeviceCanAccessPeer",
-                        sys::cuDeviceCanAccessPeer(&mut ba, b.cu_device, a.cu_device),
-                    )?;
-                }
-                if ab == 0 || ba == 0 {
-                    continue;
-                }
-                for (from, to) in [(a, b), (b, a)] {
-                    make_current(from.context)?;
-                    // SAFETY: both contexts are retained primary contexts; enabling twice is
-                    // reported as PEER_ACCESS_ALREADY_ENABLED, which is fine.
-                    let code = unsafe { sys::cuCtxEnablePeerAccess(to.context.0, 0) };
-                    if code != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
-                        check("cuCtxEnablePeerAccess", code)?;
-                    }
-                }
-                connect(device_memory(i), device_memory(j));
+        SystemInfo::with_device_peers(devices.len(), |i, j| {
+            let (a, b) = (&devices[i], &devices[j]);
+            let (mut ab, mut ba) = (0, 0);
+            // SAFETY: valid device handles and out-pointers.
+            unsafe {
+                check(
+                    "cuDeviceCanAccessPeer",
+                    sys::cuDeviceCanAccessPeer(&mut ab, a.cu_device, b.cu_device),
+                )?;
+                check(
+                    "cuDeviceCanAccessPeer",
+                    sys::cuDeviceCanAccessPeer(&mut ba, b.cu_device, a.cu_device),
+                )?;
             }
-        }
-        Ok(SystemInfo {
-            devices: (0..devices.len())
-                .map(|d| DeviceInfo {
-                    native_memory: device_memory(d),
-                })
-                .collect(),
-            memories,
+            if ab == 0 || ba == 0 {
+                return Ok(false);
+            }
+            for (from, to) in [(a, b), (b, a)] {
+                make_current(from.context)?;
+                // SAFETY: both contexts are retained primary contexts; enabling twice is
+                // reported as PEER_ACCESS_ALREADY_ENABLED, which is fine.
+                let code = unsafe { sys::cuCtxEnablePeerAccess(to.context.0, 0) };
+                if code != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+                    check("cuCtxEnablePeerAccess", code)?;
+                }
+            }
+            Ok(true)
         })
     }
 
@@ -220,14 +196,6 @@ impl CudaBackend {
         self.devices
             .get(device.0 as usize)
             .ok_or_else(|| Error::internal(format!("{device} does not exist on this node")))
-    }
-
-    fn host_lane(&mut self, index: usize) -> Result<&ThreadQueue> {
-        while self.host_lanes.len() <= index {
-            let name = format!("celerity-host-{}", self.host_lanes.len());
-            self.host_lanes.push(ThreadQueue::new(name)?);
-        }
-        Ok(&self.host_lanes[index])
     }
 
     /// Runs `enqueue(stream)` on `device`'s submission thread, on lane `lane`'s stream, then
@@ -439,15 +407,12 @@ impl Backend for CudaBackend {
     ) -> AsyncEvent {
         let (source, dest) = (SendPtr(source.cast_mut()), SendPtr(dest));
         match lane {
-            CopyLane::Host(index) => match self.host_lane(index) {
-                Ok(queue) => queue.submit(move || {
-                    let (source, dest) = (source, dest);
-                    // SAFETY: the caller guarantees both host allocations are valid and unshared.
-                    unsafe { copy_box_raw(source.0, source_box, dest.0, dest_box, elem_size) };
-                    Ok(Completion::Done)
-                }),
-                Err(error) => AsyncEvent::ready(Err(error)),
-            },
+            CopyLane::Host(index) => {
+                // SAFETY: forwarded contract of enqueue_copy.
+                let job =
+                    unsafe { host_copy_job(source.0, source_box, dest.0, dest_box, elem_size) };
+                self.host_lanes.submit(index, job)
+            }
             CopyLane::Device(device, index) => {
                 let layout = layout_nd_copy(
                     source_box.allocation_range,
@@ -473,18 +438,8 @@ impl Backend for CudaBackend {
         launcher: Launcher,
         invocation: KernelInvocation,
     ) -> AsyncEvent {
-        match self.host_lane(lane) {
-            Ok(queue) => queue.submit(move || {
-                // SAFETY: host tasks get slots in host memory reserved for this chunk.
-                unsafe { invocation.write_host_reduction_identities() };
-                let environment = LaunchEnvironment {
-                    stream: 0,
-                    cuda: false,
-                };
-                launcher(&invocation, &environment).map(|()| Completion::Done)
-            }),
-            Err(error) => AsyncEvent::ready(Err(error)),
-        }
+        self.host_lanes
+            .submit(lane, host_launch_job(launcher, invocation))
     }
 
     fn enqueue_device_kernel(
@@ -545,7 +500,8 @@ impl Backend for CudaBackend {
 
 impl Drop for CudaBackend {
     fn drop(&mut self) {
-        for device in &self.devices {
+        let mut retained = Vec::with_capacity(self.devices.len());
+        for device in std::mem::take(&mut self.devices) {
             let lanes = device.lanes.clone();
             let context = device.context;
             let _ = device.submitter.submit(move || {
@@ -559,19 +515,15 @@ impl Drop for CudaBackend {
                 }
                 Ok(Completion::Done)
             });
+            retained.push(device.cu_device);
+            // Dropping the device joins its submission thread after the job above ran.
         }
-        // Join the submission threads (their queues drain first), retire finished events, then
-        // release the contexts.
-        for device in &mut self.devices {
-            let idle = ThreadQueue::new("celerity-cuda-idle").expect("thread");
-            drop(std::mem::replace(&mut device.submitter, idle));
-        }
+        // Retire the finished events while the contexts still exist, then release them.
         self.poll().ok();
-        let devices = std::mem::take(&mut self.devices);
-        for device in devices {
+        for cu_device in retained {
             // SAFETY: retained in new(); nothing uses the context any more.
             unsafe {
-                let _ = result::primary_ctx::release(device.cu_device);
+                let _ = result::primary_ctx::release(cu_device);
             }
         }
     }

@@ -16,7 +16,7 @@ use super::host_memory::HostAllocation;
 use super::interface::{Backend, CopyLane, KernelInvocation, LaunchEnvironment, Launcher};
 use super::nd_memory::{StridedBox, copy_box_raw};
 use super::system_info::SystemInfo;
-use super::thread_queue::ThreadQueue;
+use super::thread_queue::{Lanes, ThreadQueue};
 use crate::error::{Error, Result};
 use crate::types::{DeviceId, MemoryId};
 
@@ -28,19 +28,8 @@ pub struct HostBackend {
     system: SystemInfo,
     allocations: AllocationTable,
     alloc_queue: ThreadQueue,
-    host_lanes: Vec<ThreadQueue>,
-    device_lanes: Vec<Vec<ThreadQueue>>,
-}
-
-fn lane(
-    lanes: &mut Vec<ThreadQueue>,
-    index: usize,
-    name: impl Fn(usize) -> String,
-) -> Result<&ThreadQueue> {
-    while lanes.len() <= index {
-        lanes.push(ThreadQueue::new(name(lanes.len()))?);
-    }
-    Ok(&lanes[index])
+    host_lanes: Lanes,
+    device_lanes: Vec<Lanes>,
 }
 
 impl HostBackend {
@@ -51,8 +40,10 @@ impl HostBackend {
             system: SystemInfo::with_devices(num_devices, peer_copies)?,
             allocations: Arc::default(),
             alloc_queue: ThreadQueue::new("celerity-alloc")?,
-            host_lanes: Vec::new(),
-            device_lanes: (0..num_devices).map(|_| Vec::new()).collect(),
+            host_lanes: Lanes::new("celerity-host"),
+            device_lanes: (0..num_devices)
+                .map(|d| Lanes::new(format!("celerity-D{d}")))
+                .collect(),
         })
     }
 
@@ -65,18 +56,19 @@ impl HostBackend {
             .count()
     }
 
-    fn host_lane(&mut self, index: usize) -> Result<&ThreadQueue> {
-        lane(&mut self.host_lanes, index, |i| {
-            format!("celerity-host-{i}")
-        })
-    }
-
-    fn device_lane(&mut self, device: DeviceId, index: usize) -> Result<&ThreadQueue> {
-        let lanes = self
-            .device_lanes
-            .get_mut(device.0 as usize)
-            .ok_or_else(|| Error::internal(format!("{device} does not exist on this node")))?;
-        lane(lanes, index, |i| format!("celerity-{device}-{i}"))
+    /// Queues `job` on lane `index` of `device`.
+    fn submit_to_device(
+        &mut self,
+        device: DeviceId,
+        index: usize,
+        job: impl FnOnce() -> Result<Completion> + Send + 'static,
+    ) -> AsyncEvent {
+        match self.device_lanes.get_mut(device.0 as usize) {
+            Some(lanes) => lanes.submit(index, job),
+            None => AsyncEvent::ready(Err(Error::internal(format!(
+                "{device} does not exist on this node"
+            )))),
+        }
     }
 
     fn check_memory(&self, memory: MemoryId) -> Result<()> {
@@ -89,18 +81,30 @@ impl HostBackend {
     }
 }
 
-fn submit_or_fail(
-    queue: Result<&ThreadQueue>,
-    job: impl FnOnce() -> Result<Completion> + Send + 'static,
-) -> AsyncEvent {
-    match queue {
-        Ok(queue) => queue.submit(job),
-        Err(error) => AsyncEvent::ready(Err(error)),
+/// A job copying the box `source_box` of `source` into `dest_box` of `dest` on the host.
+///
+/// # Safety
+/// Both allocations must cover their boxes and stay valid, and the copied elements must not be
+/// accessed concurrently, until the job has run.
+pub(crate) unsafe fn host_copy_job(
+    source: *const u8,
+    source_box: StridedBox,
+    dest: *mut u8,
+    dest_box: StridedBox,
+    elem_size: usize,
+) -> impl FnOnce() -> Result<Completion> + Send + 'static {
+    let (source, dest) = (SendPtr(source.cast_mut()), SendPtr(dest));
+    move || {
+        let (source, dest) = (source, dest);
+        // SAFETY: guaranteed by the caller of host_copy_job.
+        unsafe { copy_box_raw(source.0, source_box, dest.0, dest_box, elem_size) };
+        Ok(Completion::Done)
     }
 }
 
-/// Runs `launcher` over `invocation` on the lane thread that executes the job.
-fn launch_job(
+/// Runs `launcher` over `invocation` on the host thread that executes the job (host tasks, and
+/// kernels of emulated devices).
+pub(crate) fn host_launch_job(
     launcher: Launcher,
     invocation: KernelInvocation,
 ) -> impl FnOnce() -> Result<Completion> + Send + 'static {
@@ -159,19 +163,12 @@ impl Backend for HostBackend {
         dest_box: StridedBox,
         elem_size: usize,
     ) -> AsyncEvent {
-        let (source, dest) = (SendPtr(source.cast_mut()), SendPtr(dest));
-        let job = move || {
-            let (source, dest) = (source, dest);
-            // SAFETY: the caller of enqueue_copy guarantees both allocations are valid and not
-            // accessed concurrently until this event completes.
-            unsafe { copy_box_raw(source.0, source_box, dest.0, dest_box, elem_size) };
-            Ok(Completion::Done)
-        };
-        let queue = match lane {
-            CopyLane::Host(index) => self.host_lane(index),
-            CopyLane::Device(device, index) => self.device_lane(device, index),
-        };
-        submit_or_fail(queue, job)
+        // SAFETY: forwarded contract of enqueue_copy.
+        let job = unsafe { host_copy_job(source, source_box, dest, dest_box, elem_size) };
+        match lane {
+            CopyLane::Host(index) => self.host_lanes.submit(index, job),
+            CopyLane::Device(device, index) => self.submit_to_device(device, index, job),
+        }
     }
 
     fn enqueue_host_task(
@@ -180,7 +177,8 @@ impl Backend for HostBackend {
         launcher: Launcher,
         invocation: KernelInvocation,
     ) -> AsyncEvent {
-        submit_or_fail(self.host_lane(lane), launch_job(launcher, invocation))
+        self.host_lanes
+            .submit(lane, host_launch_job(launcher, invocation))
     }
 
     fn enqueue_device_kernel(
@@ -190,10 +188,7 @@ impl Backend for HostBackend {
         launcher: Launcher,
         invocation: KernelInvocation,
     ) -> AsyncEvent {
-        submit_or_fail(
-            self.device_lane(device, lane),
-            launch_job(launcher, invocation),
-        )
+        self.submit_to_device(device, lane, host_launch_job(launcher, invocation))
     }
 
     fn poll(&mut self) -> Result<()> {

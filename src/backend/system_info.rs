@@ -84,6 +84,16 @@ impl SystemInfo {
     /// `device_peer_copies`, devices copy to each other directly; otherwise such copies are
     /// staged through host memory. User memory only exchanges data with host memory.
     pub fn with_devices(num_devices: usize, device_peer_copies: bool) -> Result<Self> {
+        Self::with_device_peers(num_devices, |_, _| Ok(device_peer_copies))
+    }
+
+    /// A node with `num_devices` devices, each with its own native memory, where devices `a`
+    /// and `b` (with `b < a`) copy to each other directly when `are_peers(a, b)` says so. User
+    /// memory is a peer of host memory only; host memory is a peer of everything.
+    pub fn with_device_peers(
+        num_devices: usize,
+        mut are_peers: impl FnMut(usize, usize) -> Result<bool>,
+    ) -> Result<Self> {
         if num_devices + 2 > MAX_MEMORIES {
             return Err(Error::unsupported(format!(
                 "{num_devices} devices need {} memories, at most {MAX_MEMORIES} are supported",
@@ -107,8 +117,8 @@ impl SystemInfo {
         for d in 0..num_devices {
             connect(device_memory(d), device_memory(d));
             connect(device_memory(d), MemoryId::HOST);
-            if device_peer_copies {
-                for other in 0..d {
+            for other in 0..d {
+                if are_peers(d, other)? {
                     connect(device_memory(d), device_memory(other));
                 }
             }

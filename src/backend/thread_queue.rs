@@ -78,6 +78,39 @@ impl Drop for ThreadQueue {
     }
 }
 
+/// A pool of lanes (in-order thread queues), created on first use and named
+/// `<prefix>-<index>`.
+pub(crate) struct Lanes {
+    prefix: String,
+    lanes: Vec<ThreadQueue>,
+}
+
+impl Lanes {
+    /// An empty pool whose threads are named `<prefix>-<index>`.
+    pub(crate) fn new(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+            lanes: Vec::new(),
+        }
+    }
+
+    /// Queues `job` on lane `index` (creating lanes up to it); a lane that cannot be started
+    /// fails the returned event.
+    pub(crate) fn submit(
+        &mut self,
+        index: usize,
+        job: impl FnOnce() -> Result<Completion> + Send + 'static,
+    ) -> AsyncEvent {
+        while self.lanes.len() <= index {
+            match ThreadQueue::new(format!("{}-{}", self.prefix, self.lanes.len())) {
+                Ok(lane) => self.lanes.push(lane),
+                Err(error) => return AsyncEvent::ready(Err(error)),
+            }
+        }
+        self.lanes[index].submit(job)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -331,9 +331,9 @@ impl Executor {
                         self.delegate.async_error(error);
                     }
                 }
-                let system = self.backend.system_info().clone();
+                let system = self.backend.system_info();
                 for instruction in instructions {
-                    self.engine.submit(instruction.engine_instruction(&system));
+                    self.engine.submit(instruction.engine_instruction(system));
                     self.instructions.insert(instruction.id(), instruction);
                 }
             }
@@ -352,23 +352,19 @@ impl Executor {
     }
 
     fn retire_completed(&mut self) -> bool {
-        let mut retired = Vec::new();
-        self.in_flight.retain_mut(|flight| {
-            if !flight.events.iter().all(AsyncEvent::is_complete) {
-                return true;
+        let mut any = false;
+        let mut index = 0;
+        while index < self.in_flight.len() {
+            if !self.in_flight[index]
+                .events
+                .iter()
+                .all(AsyncEvent::is_complete)
+            {
+                index += 1;
+                continue;
             }
-            retired.push(std::mem::replace(
-                flight,
-                InFlight {
-                    id: flight.id,
-                    events: SmallVec::new(),
-                    allocation: None,
-                },
-            ));
-            false
-        });
-        let any = !retired.is_empty();
-        for flight in retired {
+            any = true;
+            let flight = self.in_flight.swap_remove(index);
             for event in &flight.events {
                 match event.take_outcome() {
                     Some(Ok(Completion::Allocation(address))) => {

@@ -112,11 +112,10 @@ impl InstructionGraphGenerator {
 
         // (1) what to copy, by source and destination
         let mut direct: BTreeMap<(MemoryId, MemoryId), Vec<Region>> = BTreeMap::new();
-        let mut staged: BTreeMap<MemoryId, Vec<Region>> = BTreeMap::new();
         // What each destination needs staged, per source: a staged piece fans out exactly to the
         // destinations whose needs contain it (the symmetric split below makes every piece lie
         // wholly inside or outside each need).
-        let mut staged_needs: BTreeMap<MemoryId, Vec<(MemoryId, Region)>> = BTreeMap::new();
+        let mut staged: BTreeMap<MemoryId, Vec<(MemoryId, Region)>> = BTreeMap::new();
         for (dest, reads) in reads_by_memory.iter() {
             let dest_index = dest.0 as usize;
             for read in reads {
@@ -151,11 +150,7 @@ impl InstructionGraphGenerator {
                             if self.system.can_copy(source, dest) {
                                 direct.entry((source, dest)).or_default().push(copy);
                             } else {
-                                staged_needs
-                                    .entry(source)
-                                    .or_default()
-                                    .push((dest, copy.clone()));
-                                staged.entry(source).or_default().push(copy);
+                                staged.entry(source).or_default().push((dest, copy));
                             }
                         }
                     }
@@ -185,7 +180,9 @@ impl InstructionGraphGenerator {
         let region_bytes =
             |r: &Region| (r.area() * buffer.elem_size).div_ceil(stage_align) * stage_align;
         let mut staging_bytes = vec![0usize; num_memories];
-        for (source, mut regions) in staged {
+        for (source, needs) in &staged {
+            let source = *source;
+            let mut regions: Vec<Region> = needs.iter().map(|(_, need)| need.clone()).collect();
             symmetrically_split_overlapping_regions(&mut regions);
             for region in regions {
                 let bbox = region.bounding_box();
@@ -212,8 +209,7 @@ impl InstructionGraphGenerator {
                     offset: host_offset,
                 });
 
-                // fan out to every device memory that still lacks the region (a broadcast)
-                let needs = &staged_needs[&source];
+                // fan out to every destination that needs this piece (a broadcast)
                 // Destinations in memory order, each once.
                 let mut destinations: Vec<MemoryId> = needs
                     .iter()
@@ -224,12 +220,6 @@ impl InstructionGraphGenerator {
                 destinations.dedup();
                 for dest in destinations {
                     let dest_index = dest.0 as usize;
-                    if !needs
-                        .iter()
-                        .any(|(d, need)| *d == dest && need.intersects(&region))
-                    {
-                        continue;
-                    }
                     let dest_alloc = buffer.memories[dest_index].contiguous(&bbox);
                     let mut unstage_source = &mut *host_hop;
                     if should_linearize_copy_region(
