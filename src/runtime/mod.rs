@@ -288,7 +288,8 @@ impl Runtime {
             buffers: IdMap::default(),
             next_buffer: 0,
             next_host_object: 0,
-            next_collective_group: CollectiveGroupId::FIRST_USER.0,
+            // The first user group id is the default group's, so created groups never share it.
+            next_collective_group: CollectiveGroupId::FIRST_USER.0 + 1,
             next_reduction: 1,
             next_user_allocation: 1,
             pruned_up_to: TaskId::INIT_EPOCH,
@@ -475,11 +476,9 @@ impl Runtime {
         Ok(id)
     }
 
-    /// The default collective group (the first user group, created on first use).
-    pub fn default_collective_group(&mut self) -> CollectiveGroupId {
-        if self.next_collective_group == CollectiveGroupId::FIRST_USER.0 {
-            self.next_collective_group += 1;
-        }
+    /// The default collective group (used by collective host tasks without a group). It is
+    /// distinct from every group `create_collective_group` returns.
+    pub fn default_collective_group(&self) -> CollectiveGroupId {
         CollectiveGroupId::FIRST_USER
     }
 

@@ -530,3 +530,15 @@ fn a_neighborhood_read_after_a_one_to_one_read_of_host_data_on_four_devices() {
         rt.shutdown().unwrap();
     }
 }
+
+#[test]
+fn created_collective_groups_never_share_the_default_group() {
+    let mut rt = Runtime::start(config(1, true, Lookahead::Auto)).unwrap();
+    let created = rt.create_collective_group().unwrap();
+    let default = rt.default_collective_group();
+    let second = rt.create_collective_group().unwrap();
+    assert_ne!(created, default);
+    assert_ne!(second, default);
+    assert_ne!(created, second);
+    rt.shutdown().unwrap();
+}
