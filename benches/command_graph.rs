@@ -13,92 +13,19 @@
 mod common;
 
 use std::hint::black_box;
-use std::sync::Arc;
 
-use celerity::command::{CommandGraphGenerator, CommandPolicies};
-use celerity::grid::Range;
-use celerity::runtime::config::ErrorPolicy;
-use celerity::task::{CommandGroup, EpochAction, TaskManager, TaskManagerConfig, TaskSpec};
-use celerity::types::{BufferId, NodeId};
-use common::topologies::{self, TopologyContext};
+use common::contexts::CommandGraphCtx;
+use common::topologies;
 use criterion::{Criterion, criterion_group, criterion_main};
-use parking_lot::Mutex;
-
-/// A task manager whose delegate builds node 0's command graph for every task.
-struct Ctx {
-    tm: TaskManager,
-    cggen: Arc<Mutex<CommandGraphGenerator>>,
-    num_nodes: usize,
-    next_bid: u64,
-}
-
-impl Ctx {
-    fn new(num_nodes: usize) -> Self {
-        let policies = CommandPolicies {
-            uninitialized_read: ErrorPolicy::Ignore,
-            overlapping_write: ErrorPolicy::Ignore,
-        };
-        let cggen = Arc::new(Mutex::new(
-            CommandGraphGenerator::new(num_nodes, NodeId(0), policies).expect("generator"),
-        ));
-        let sink = Arc::clone(&cggen);
-        let delegate = move |task: &Arc<celerity::task::Task>| {
-            if std::env::var_os("TM_ONLY").is_none() {
-                black_box(sink.lock().build_task(task).expect("build_task"));
-            }
-        };
-        let config = TaskManagerConfig {
-            num_collective_nodes: num_nodes,
-            uninitialized_read: ErrorPolicy::Ignore,
-            ..TaskManagerConfig::default()
-        };
-        Ctx {
-            tm: TaskManager::new(config, Some(Box::new(delegate))),
-            cggen,
-            num_nodes,
-            next_bid: 0,
-        }
-    }
-}
-
-impl Drop for Ctx {
-    fn drop(&mut self) {
-        self.tm
-            .epoch(EpochAction::Shutdown, None)
-            .expect("shutdown");
-    }
-}
-
-impl TopologyContext for Ctx {
-    fn num_nodes(&self) -> usize {
-        self.num_nodes
-    }
-
-    fn buffer(&mut self, range: &[usize], host_initialized: bool) -> BufferId {
-        let bid = BufferId(self.next_bid);
-        self.next_bid += 1;
-        let r = Range::from_slice(range);
-        self.tm
-            .notify_buffer_created(bid, range.len(), r, host_initialized);
-        self.cggen
-            .lock()
-            .notify_buffer_created(bid, r, host_initialized);
-        bid
-    }
-
-    fn submit(&mut self, range: &[usize], cg: CommandGroup) {
-        let spec = TaskSpec::device(range.len(), Range::from_slice(range));
-        self.tm.submit(spec, cg).expect("submit");
-    }
-}
 
 fn command_graph(c: &mut Criterion) {
     for nodes in [1usize, 4, 16] {
         let mut group = c.benchmark_group(format!("command graph/{nodes} nodes"));
-        for (name, build) in topologies::all::<Ctx>() {
+        for (name, build) in topologies::all::<CommandGraphCtx>() {
             group.bench_function(name, |b| {
                 b.iter(|| {
-                    let mut ctx = Ctx::new(nodes);
+                    let mut ctx =
+                        CommandGraphCtx::new(nodes, std::env::var_os("TM_ONLY").is_none());
                     build(&mut ctx);
                     drop(black_box(ctx));
                 })

@@ -19,12 +19,12 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use celerity::backend::system_info::SystemInfo;
-use celerity::command::{CommandGraphGenerator, CommandPolicies};
+use celerity::command::CommandGraphGenerator;
 use celerity::grid::Range;
 use celerity::instruction::{InstructionGraphGenerator, Policies};
-use celerity::runtime::config::ErrorPolicy;
-use celerity::task::{CommandGroup, EpochAction, Task, TaskManager, TaskManagerConfig, TaskSpec};
+use celerity::task::{CommandGroup, EpochAction, Task, TaskManager, TaskSpec};
 use celerity::types::{AllocationId, BufferId, MemoryId, NodeId};
+use common::contexts::{ignore_policies, task_manager};
 use common::topologies::{self, TopologyContext};
 use criterion::{Criterion, criterion_group, criterion_main};
 use parking_lot::Mutex;
@@ -60,10 +60,7 @@ struct Ctx {
 impl Ctx {
     fn new(num_devices: usize, peer_copies: bool, device_tasks: bool) -> Self {
         let system = SystemInfo::with_devices(num_devices, peer_copies).expect("system");
-        let cdag_policies = CommandPolicies {
-            uninitialized_read: ErrorPolicy::Ignore,
-            overlapping_write: ErrorPolicy::Ignore,
-        };
+        let cdag_policies = ignore_policies();
         let pipeline = Arc::new(Mutex::new(Pipeline {
             cggen: CommandGraphGenerator::new(NUM_NODES, NodeId(0), cdag_policies).expect("cggen"),
             skip_idag: std::env::var_os("IDAG_SKIP").is_some(),
@@ -77,13 +74,8 @@ impl Ctx {
         }));
         let sink = Arc::clone(&pipeline);
         let delegate = move |task: &Arc<Task>| sink.lock().task_created(task);
-        let config = TaskManagerConfig {
-            num_collective_nodes: NUM_NODES,
-            uninitialized_read: ErrorPolicy::Ignore,
-            ..TaskManagerConfig::default()
-        };
         Ctx {
-            tm: TaskManager::new(config, Some(Box::new(delegate))),
+            tm: task_manager(NUM_NODES, Some(Box::new(delegate))),
             pipeline,
             device_tasks,
             next_bid: 0,

@@ -23,6 +23,32 @@ fn empty_kernel() -> Launcher {
     })
 }
 
+/// Time for `iterations` rounds of: submit `TASKS` kernels over `range` whose command groups
+/// `make_cg` builds, then `wait`.
+fn time_rounds(
+    rt: &mut Runtime,
+    iterations: u64,
+    range: Range,
+    kernel: &Launcher,
+    make_cg: impl Fn() -> CommandGroup,
+) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iterations {
+        let start = Instant::now();
+        for _ in 0..TASKS {
+            let spec = TaskSpec::DeviceKernel {
+                dims: 1,
+                range,
+                offset: Id::default(),
+            };
+            rt.submit(spec, make_cg(), kernel.clone()).unwrap();
+        }
+        rt.wait().unwrap();
+        total += start.elapsed();
+    }
+    total
+}
+
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("runtime throughput");
     group.throughput(Throughput::Elements(TASKS as u64));
@@ -37,22 +63,7 @@ fn bench(c: &mut Criterion) {
         let kernel = empty_kernel();
         group.bench_function(format!("independent tasks, host:{devices}"), |b| {
             b.iter_custom(|iterations| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iterations {
-                    let start = Instant::now();
-                    for _ in 0..TASKS {
-                        let spec = TaskSpec::DeviceKernel {
-                            dims: 1,
-                            range,
-                            offset: Id::default(),
-                        };
-                        rt.submit(spec, CommandGroup::new(), kernel.clone())
-                            .unwrap();
-                    }
-                    rt.wait().unwrap();
-                    total += start.elapsed();
-                }
-                total
+                time_rounds(&mut rt, iterations, range, &kernel, CommandGroup::new)
             })
         });
         let buffer = rt
@@ -60,26 +71,9 @@ fn bench(c: &mut Criterion) {
             .unwrap();
         group.bench_function(format!("dependent chain, host:{devices}"), |b| {
             b.iter_custom(|iterations| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iterations {
-                    let start = Instant::now();
-                    for _ in 0..TASKS {
-                        let spec = TaskSpec::DeviceKernel {
-                            dims: 1,
-                            range,
-                            offset: Id::default(),
-                        };
-                        let cg = CommandGroup::new().access(
-                            buffer,
-                            AccessMode::ReadWrite,
-                            RangeMapper::OneToOne,
-                        );
-                        rt.submit(spec, cg, kernel.clone()).unwrap();
-                    }
-                    rt.wait().unwrap();
-                    total += start.elapsed();
-                }
-                total
+                time_rounds(&mut rt, iterations, range, &kernel, || {
+                    CommandGroup::new().access(buffer, AccessMode::ReadWrite, RangeMapper::OneToOne)
+                })
             })
         });
         rt.shutdown().unwrap();

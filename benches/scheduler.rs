@@ -13,16 +13,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use celerity::backend::system_info::SystemInfo;
-use celerity::command::{CommandGraphGenerator, CommandPolicies};
+use celerity::command::CommandGraphGenerator;
 use celerity::error::Error;
 use celerity::grid::Range;
 use celerity::instruction::{Batch, InstructionGraphGenerator, Policies};
-use celerity::runtime::config::{ErrorPolicy, Lookahead};
+use celerity::runtime::config::Lookahead;
 use celerity::scheduler::{SchedulerEvent, SchedulerHandle, SchedulerSink};
-use celerity::task::{
-    CommandGroup, EpochAction, Task, TaskDelegate, TaskManager, TaskManagerConfig, TaskSpec,
-};
+use celerity::task::{CommandGroup, EpochAction, Task, TaskDelegate, TaskManager, TaskSpec};
 use celerity::types::{BufferId, NodeId};
+use common::contexts::{ignore_policies, task_manager};
 use common::topologies::{self, TopologyContext};
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -57,15 +56,8 @@ struct Ctx {
 
 impl Ctx {
     fn new(num_nodes: usize, throttle: Option<Duration>) -> Self {
-        let cdag = CommandGraphGenerator::new(
-            num_nodes,
-            NodeId(0),
-            CommandPolicies {
-                uninitialized_read: ErrorPolicy::Ignore,
-                overlapping_write: ErrorPolicy::Ignore,
-            },
-        )
-        .expect("cdag");
+        let cdag =
+            CommandGraphGenerator::new(num_nodes, NodeId(0), ignore_policies()).expect("cdag");
         let system = SystemInfo::with_devices(1, true).expect("system");
         let idag = InstructionGraphGenerator::new(
             system,
@@ -77,12 +69,7 @@ impl Ctx {
         let scheduler =
             SchedulerHandle::start(cdag, idag, Lookahead::Auto, Box::new(DropBatches), None)
                 .expect("scheduler");
-        let config = TaskManagerConfig {
-            num_collective_nodes: num_nodes,
-            uninitialized_read: ErrorPolicy::Ignore,
-            ..TaskManagerConfig::default()
-        };
-        let tm = TaskManager::new(config, Some(Box::new(Forward(scheduler.sender()))));
+        let tm = task_manager(num_nodes, Some(Box::new(Forward(scheduler.sender()))));
         Ctx {
             tm,
             scheduler,

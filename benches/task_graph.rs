@@ -11,59 +11,9 @@ mod common;
 
 use std::hint::black_box;
 
-use celerity::grid::Range;
-use celerity::runtime::config::ErrorPolicy;
-use celerity::task::{CommandGroup, EpochAction, TaskManager, TaskManagerConfig, TaskSpec};
-use celerity::types::BufferId;
-use common::topologies::{self, TopologyContext};
+use common::contexts::{TaskGraphCtx as Ctx, generate_and_delete_tasks};
+use common::topologies;
 use criterion::{Criterion, criterion_group, criterion_main};
-
-/// Celerity's `task_manager_benchmark_context`: one node, the shutdown epoch on drop.
-struct Ctx {
-    tm: TaskManager,
-    next_bid: u64,
-}
-
-impl Ctx {
-    fn new() -> Self {
-        let config = TaskManagerConfig {
-            uninitialized_read: ErrorPolicy::Ignore,
-            ..TaskManagerConfig::default()
-        };
-        Ctx {
-            tm: TaskManager::new(config, None),
-            next_bid: 0,
-        }
-    }
-}
-
-impl TopologyContext for Ctx {
-    fn num_nodes(&self) -> usize {
-        1
-    }
-
-    fn buffer(&mut self, range: &[usize], host_initialized: bool) -> BufferId {
-        let bid = BufferId(self.next_bid);
-        self.next_bid += 1;
-        self.tm
-            .notify_buffer_created(bid, range.len(), Range::from_slice(range), host_initialized);
-        bid
-    }
-
-    /// A distributed host task over `range` (`host_task(range, partition)`).
-    fn submit(&mut self, range: &[usize], cg: CommandGroup) {
-        let spec = TaskSpec::host(range.len(), Range::from_slice(range));
-        self.tm.submit(spec, cg).expect("submit");
-    }
-}
-
-impl Drop for Ctx {
-    fn drop(&mut self) {
-        self.tm
-            .epoch(EpochAction::Shutdown, None)
-            .expect("shutdown epoch");
-    }
-}
 
 fn task_graph(c: &mut Criterion) {
     let mut group = c.benchmark_group("task graph");
@@ -79,27 +29,11 @@ fn task_graph(c: &mut Criterion) {
     group.finish();
 }
 
-/// 10,000 master-node host tasks without buffers, a horizon after each (step 0), pruning every
-/// 10 tasks from the 30th on, as Celerity's "benchmark task handling".
+/// Celerity's "benchmark task handling" (see `generate_and_delete_tasks`).
 fn task_handling(c: &mut Criterion) {
-    const N: usize = 10_000;
-    const REPORT_INTERVAL: usize = 10;
     let mut group = c.benchmark_group("task handling");
     group.bench_function("generating and deleting tasks", |b| {
-        b.iter(|| {
-            let mut tm = TaskManager::new(TaskManagerConfig::default(), None);
-            tm.set_horizon_step(0);
-            for i in 0..N {
-                let tid = tm
-                    .submit(TaskSpec::MasterNode, CommandGroup::new())
-                    .expect("submit");
-                if i % REPORT_INTERVAL == 0 && i / REPORT_INTERVAL > 2 {
-                    // every other task is a horizon (step 0)
-                    tm.prune_before_epoch(celerity::types::TaskId(tid.0 - 1));
-                }
-            }
-            black_box(tm)
-        })
+        b.iter(|| black_box(generate_and_delete_tasks()))
     });
     group.finish();
 }

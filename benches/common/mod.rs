@@ -1,2 +1,3 @@
 //! Helpers shared by the benchmarks.
+pub mod contexts;
 pub mod topologies;
