@@ -30,7 +30,7 @@ use super::SendPtr;
 use super::event::{AsyncEvent, Completion, EventCompleter};
 use super::host::{host_copy_job, host_launch_job};
 use super::interface::{Backend, CopyLane, KernelInvocation, LaunchEnvironment, Launcher};
-use super::nd_memory::{NdCopyLayout, StridedBox, layout_nd_copy};
+use super::nd_memory::{NdCopyLayout, StridedBox};
 use super::system_info::SystemInfo;
 use super::thread_queue::{Lanes, ThreadQueue};
 use crate::error::{Error, ErrorKind, Result};
@@ -414,14 +414,7 @@ impl Backend for CudaBackend {
                 self.host_lanes.submit(index, job)
             }
             CopyLane::Device(device, index) => {
-                let layout = layout_nd_copy(
-                    source_box.allocation_range,
-                    dest_box.allocation_range,
-                    source_box.offset,
-                    dest_box.offset,
-                    source_box.range,
-                    elem_size,
-                );
+                let layout = source_box.copy_layout_to(&dest_box, elem_size);
                 self.submit_to_stream(device, index, move |stream| {
                     let (source, dest) = (source, dest);
                     // SAFETY: the caller guarantees validity until the event completes, which

@@ -158,6 +158,18 @@ pub struct StridedBox {
 }
 
 impl StridedBox {
+    /// The layout of a copy of this box into `dest` (same range) with `elem_size`-byte elements.
+    pub fn copy_layout_to(&self, dest: &StridedBox, elem_size: usize) -> NdCopyLayout {
+        layout_nd_copy(
+            self.allocation_range,
+            dest.allocation_range,
+            self.offset,
+            dest.offset,
+            self.range,
+            elem_size,
+        )
+    }
+
     /// Checks that the box lies inside the allocation and the allocation inside `bytes` bytes.
     pub fn validate(&self, elem_size: usize, bytes: usize, what: &str) -> Result<()> {
         for d in 0..3 {
@@ -200,14 +212,7 @@ pub fn copy_box(
     }
     source.validate(elem_size, src.len(), "copy source")?;
     dest.validate(elem_size, dst.len(), "copy destination")?;
-    let layout = layout_nd_copy(
-        source.allocation_range,
-        dest.allocation_range,
-        source.offset,
-        dest.offset,
-        source.range,
-        elem_size,
-    );
+    let layout = source.copy_layout_to(&dest, elem_size);
     layout.for_each_run(|s, d, len| dst[d..d + len].copy_from_slice(&src[s..s + len]));
     Ok(())
 }
@@ -225,14 +230,7 @@ pub unsafe fn copy_box_raw(
     dest: StridedBox,
     elem_size: usize,
 ) {
-    let layout = layout_nd_copy(
-        source.allocation_range,
-        dest.allocation_range,
-        source.offset,
-        dest.offset,
-        source.range,
-        elem_size,
-    );
+    let layout = source.copy_layout_to(&dest, elem_size);
     layout.for_each_run(|s, d, len| {
         // SAFETY: the caller guarantees both allocations cover every run of the layout (which
         // stays inside the boxes) and that source and destination runs do not overlap.

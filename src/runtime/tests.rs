@@ -49,6 +49,13 @@ fn for_each(chunk: &GridBox, mut f: impl FnMut([usize; 3])) {
     }
 }
 
+/// A 1-D buffer of doubles, initialised from `values`.
+fn host_f64_buffer(rt: &mut Runtime, values: impl Iterator<Item = f64>) -> crate::types::BufferId {
+    let bytes: Vec<u8> = values.flat_map(f64::to_ne_bytes).collect();
+    rt.create_buffer(1, Range::new(bytes.len() / 8, 1, 1), 8, 8, Some(&bytes))
+        .unwrap()
+}
+
 fn launcher(f: impl Fn(&KernelInvocation) + Send + Sync + 'static) -> Launcher {
     Arc::new(move |inv: &KernelInvocation, _: &LaunchEnvironment| {
         f(inv);
@@ -159,11 +166,7 @@ fn reductions_combine_every_chunk_and_the_previous_value() {
         let label = format!("{:?}", cfg.devices);
         let mut rt = Runtime::start(cfg).unwrap();
         let n = 1000usize;
-        let data: Vec<f64> = (0..n).map(|i| i as f64).collect();
-        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_ne_bytes()).collect();
-        let input = rt
-            .create_buffer(1, Range::new(n, 1, 1), 8, 8, Some(&bytes))
-            .unwrap();
+        let input = host_f64_buffer(&mut rt, (0..n).map(|i| i as f64));
         let sum = rt
             .create_buffer(0, Range::ONE, 8, 8, Some(&10.0f64.to_ne_bytes()))
             .unwrap();
@@ -406,11 +409,7 @@ fn reduction_slots_start_at_the_identity_of_their_operator() {
         let label = format!("{:?}", cfg.devices);
         let mut rt = Runtime::start(cfg).unwrap();
         let n = 12usize;
-        let data: Vec<f64> = (1..=n).map(|i| i as f64).collect();
-        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_ne_bytes()).collect();
-        let input = rt
-            .create_buffer(1, Range::new(n, 1, 1), 8, 8, Some(&bytes))
-            .unwrap();
+        let input = host_f64_buffer(&mut rt, (1..=n).map(|i| i as f64));
         let product = rt.create_buffer(0, Range::ONE, 8, 8, None).unwrap();
         let minimum = rt.create_buffer(0, Range::ONE, 8, 8, None).unwrap();
         let times = rt
@@ -485,11 +484,7 @@ fn a_neighborhood_read_after_a_one_to_one_read_of_host_data_on_four_devices() {
     for cfg in configurations() {
         let mut rt = Runtime::start(cfg).unwrap();
         let n = 200usize;
-        let data: Vec<f64> = (0..n).map(|i| i as f64).collect();
-        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_ne_bytes()).collect();
-        let input = rt
-            .create_buffer(1, Range::new(n, 1, 1), 8, 8, Some(&bytes))
-            .unwrap();
+        let input = host_f64_buffer(&mut rt, (0..n).map(|i| i as f64));
         let output = rt
             .create_buffer(1, Range::new(n, 1, 1), 8, 8, None)
             .unwrap();
