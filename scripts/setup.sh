@@ -1,46 +1,180 @@
 #!/usr/bin/env bash
-# Installs what building and testing celerity needs, with apt-get, only when it is missing.
-# Idempotent: a second run installs nothing. Needs root or sudo when something is missing.
-set -euo pipefail
+# Checks every prerequisite of building and testing celerity by the very file or command the build
+# uses, installs what is missing with apt-get, and prints one line per prerequisite: where it was
+# found, or that it was installed. Idempotent: a second run installs nothing.
+#
+#   scripts/setup.sh            check and install (needs root or sudo only when something is missing)
+#   scripts/setup.sh --check    check only; exit 1 naming what is missing
+#
+# Without root, sudo or apt-get, a missing prerequisite stops the script with its name and how to
+# install it by hand (README, "Prerequisites").
+set -uo pipefail
 
-# package -> a file that proves it is installed
-declare -A wanted=(
-    [cmake]=/usr/bin/cmake
-    [pkg-config]=/usr/bin/pkg-config
-    [make]=/usr/bin/make
-    [g++]=/usr/bin/g++
-    [libopenmpi-dev]=/usr/bin/mpicc
-    [openmpi-bin]=/usr/bin/mpirun
-    [libclang-dev]=/usr/lib/llvm-14/lib/libclang.so
-    [graphviz]=/usr/bin/dot
+mode=install
+case "${1:-}" in
+    --check) mode=check ;;
+    "") ;;
+    *) echo "usage: scripts/setup.sh [--check]" >&2; exit 2 ;;
+esac
+
+# The oldest Rust toolchain the crate builds with (Cargo.toml rust-version).
+rust_min=1.85
+
+say() { printf 'setup: %-22s %s\n' "$1" "$2"; }
+
+# ---- how each prerequisite is found: the file or command the build itself looks up -----------
+
+# bindgen (through mpi-sys, clang-sys with run-time loading) loads libclang.so, libclang-<N>.so or
+# libclang.so.<N> from LIBCLANG_PATH, `llvm-config --libdir`, or the system library directories;
+# libclang-cpp.so is a different library and does not count. It also needs clang's own headers
+# (stddef.h in clang's resource directory) to parse mpi.h.
+find_libclang() {
+    local dirs=() d f
+    if [[ -n "${LIBCLANG_PATH:-}" ]]; then
+        if [[ -f "$LIBCLANG_PATH" ]]; then dirs+=("$(dirname "$LIBCLANG_PATH")"); else dirs+=("$LIBCLANG_PATH"); fi
+    fi
+    if command -v "${LLVM_CONFIG_PATH:-llvm-config}" >/dev/null 2>&1; then
+        dirs+=("$("${LLVM_CONFIG_PATH:-llvm-config}" --libdir 2>/dev/null)")
+    fi
+    shopt -s nullglob
+    dirs+=(/usr/local/llvm*/lib* /usr/local/lib*/*/* /usr/local/lib*/* /usr/local/lib* /usr/lib*/*/* /usr/lib*/* /usr/lib*)
+    for d in "${dirs[@]}"; do
+        [[ -d "$d" ]] || continue
+        for f in "$d"/libclang.so "$d"/libclang-*.so "$d"/libclang.so.* "$d"/libclang-*.so.*; do
+            [[ "$(basename "$f")" == libclang-cpp* ]] && continue
+            if [[ -e "$f" ]]; then shopt -u nullglob; echo "$f"; return 0; fi
+        done
+    done
+    shopt -u nullglob
+    return 1
+}
+
+find_clang_headers() {
+    local f
+    for f in /usr/lib/llvm-*/lib/clang/*/include/stddef.h /usr/lib/clang/*/include/stddef.h \
+             /usr/local/lib/clang/*/include/stddef.h; do
+        if [[ -e "$f" ]]; then dirname "$f"; return 0; fi
+    done
+    if [[ -n "${LIBCLANG_PATH:-}" ]]; then
+        for f in "$LIBCLANG_PATH"/clang/*/include/stddef.h; do
+            if [[ -e "$f" ]]; then dirname "$f"; return 0; fi
+        done
+    fi
+    return 1
+}
+
+find_command() { command -v "$1" 2>/dev/null; }
+
+# mpicc must work, not only exist: build-probe-mpi asks it for the flags (`mpicc -show`).
+find_mpicc() {
+    local cc
+    cc=$(command -v mpicc 2>/dev/null) || return 1
+    "$cc" -show >/dev/null 2>&1 || return 1
+    echo "$cc"
+}
+
+# CMakeLists.txt says cmake_minimum_required(VERSION 3.20).
+find_cmake() {
+    local cmake version
+    cmake=$(command -v cmake 2>/dev/null) || return 1
+    version=$("$cmake" --version 2>/dev/null | sed -n 's/^cmake version \([0-9.]*\).*/\1/p')
+    [[ -n "$version" ]] && printf '%s\n%s\n' 3.20 "$version" | sort -V -C || return 1
+    echo "$cmake $version"
+}
+
+# Debian package that provides each prerequisite, the lookup, and what to tell a user without root.
+prereqs=(c-compiler c++-compiler make cmake pkg-config mpicc mpirun libclang clang-headers dot)
+declare -A package=(
+    [c-compiler]=gcc [c++-compiler]=g++ [make]=make [cmake]=cmake [pkg-config]=pkg-config
+    [mpicc]=libopenmpi-dev [mpirun]=openmpi-bin [libclang]=libclang-dev [clang-headers]=libclang-dev
+    [dot]=graphviz
+)
+declare -A lookup=(
+    [c-compiler]="find_command cc" [c++-compiler]="find_command c++" [make]="find_command make"
+    [cmake]="find_cmake" [pkg-config]="find_command pkg-config" [mpicc]="find_mpicc"
+    [mpirun]="find_command mpirun" [libclang]="find_libclang" [clang-headers]="find_clang_headers"
+    [dot]="find_command dot"
+)
+declare -A by_hand=(
+    [c-compiler]="a C compiler as cc (gcc or clang)"
+    [c++-compiler]="a C++17 compiler as c++ (g++ or clang++)"
+    [make]="GNU make"
+    [cmake]="CMake >= 3.20 (pip install --user cmake, or a cluster module)"
+    [pkg-config]="pkg-config (or pkgconf)"
+    [mpicc]="an MPI implementation with mpicc on PATH (module load openmpi; or pass -DCELERITY_ENABLE_MPI=OFF to CMake)"
+    [mpirun]="MPI's launcher mpirun on PATH (comes with the MPI implementation)"
+    [libclang]="libclang for bindgen: set LIBCLANG_PATH to the directory holding libclang.so (module load llvm; or pip install --user libclang and point LIBCLANG_PATH at its native/ folder)"
+    [clang-headers]="clang's resource headers (stddef.h) next to libclang (they come with the LLVM/clang install)"
+    [dot]="Graphviz dot (only the graph-rendering tests need it)"
 )
 
-missing=()
-for package in "${!wanted[@]}"; do
-    if [[ ! -e "${wanted[$package]}" ]] && ! dpkg -s "$package" >/dev/null 2>&1; then
-        missing+=("$package")
+check_all() {
+    missing=()
+    declare -gA found=()
+    local name where
+    for name in "${prereqs[@]}"; do
+        if where=$(${lookup[$name]}); then found[$name]=$where; else missing+=("$name"); fi
+    done
+}
+
+check_all
+installed=()
+if ((${#missing[@]} > 0)) && [[ $mode == install ]]; then
+    sudo=""
+    if [[ $(id -u) -ne 0 ]]; then
+        if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo="sudo -n"; else sudo=none; fi
+    fi
+    if [[ $sudo != none ]] && command -v apt-get >/dev/null; then
+        packages=$(for name in "${missing[@]}"; do echo "${package[$name]}"; done | sort -u | tr '\n' ' ')
+        echo "setup: installing with apt-get: $packages"
+        export DEBIAN_FRONTEND=noninteractive
+        # shellcheck disable=SC2086
+        if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends $packages >/dev/null; }; then
+            echo "setup: apt-get failed to install: $packages" >&2
+        fi
+        installed=("${missing[@]}")
+        check_all
+    fi
+fi
+
+for name in "${prereqs[@]}"; do
+    if [[ -n "${found[$name]:-}" ]]; then
+        if [[ " ${installed[*]} " == *" $name "* ]]; then
+            say "$name" "installed (${package[$name]}): ${found[$name]}"
+        else
+            say "$name" "found: ${found[$name]}"
+        fi
     fi
 done
-# libclang: any LLVM version will do for rsmpi's bindgen.
-if [[ " ${missing[*]} " == *" libclang-dev "* ]] && compgen -G "/usr/lib/llvm-*/lib/libclang*.so*" >/dev/null; then
-    missing=("${missing[@]/libclang-dev}")
-fi
-missing=($(printf '%s\n' "${missing[@]}" | sed '/^$/d' | sort))
 
-if ((${#missing[@]} == 0)); then
-    echo "setup: everything needed is installed"
+# ---- the Rust toolchain: never from apt (Debian's rustc is too old); rustup comes with the machine
+rust_ok=1
+if rustc_version=$(rustc --version 2>/dev/null); then
+    v=$(echo "$rustc_version" | awk '{print $2}')
+    if printf '%s\n%s\n' "$rust_min" "$v" | sort -V -C; then
+        say rustc "found: $(command -v rustc) ($v)"
+    else
+        say rustc "too old: $v < $rust_min (rustup update stable)"; rust_ok=0
+    fi
 else
-    echo "setup: installing ${missing[*]}"
-    sudo=""
-    if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq
-    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    say rustc "missing: install Rust >= $rust_min with rustup (https://rustup.rs), no root needed"; rust_ok=0
 fi
+for component in rustfmt clippy; do
+    tool=${component/clippy/cargo-clippy}
+    if command -v "$tool" >/dev/null && "$tool" --version >/dev/null 2>&1; then
+        say "$component" "found: $(command -v "$tool")"
+    elif [[ $mode == install ]] && command -v rustup >/dev/null && rustup component add "$component" >/dev/null 2>&1; then
+        say "$component" "installed (rustup component add $component)"
+    else
+        say "$component" "missing: rustup component add $component"; rust_ok=0
+    fi
+done
 
-# The Rust toolchain comes with the machine (rustup); make sure the linters are there.
-if command -v rustup >/dev/null; then
-    for component in rustfmt clippy; do
-        rustup component list --installed 2>/dev/null | grep -q "^$component" || rustup component add "$component"
+if ((${#missing[@]} > 0)) || ((rust_ok == 0)); then
+    for name in "${missing[@]}"; do
+        say "$name" "MISSING: install ${package[$name]} (apt) or, without root, ${by_hand[$name]}"
     done
+    echo "setup: prerequisites missing; see README.md, section Prerequisites" >&2
+    exit 1
 fi
+echo "setup: all prerequisites present"
