@@ -588,8 +588,9 @@ extern "C" {
  * contents are uninitialised.
  *
  * Ownership: the caller owns `*out` and releases it with `celerity_buffer_release`.
- * Errors: `out` or `range` NULL, dims > 3, elem_size 0, elem_align not a power of two →
- * `CELERITY_ERROR_INVALID_ARGUMENT`; not running, wrong thread → `CELERITY_ERROR_INVALID_STATE`.
+ * Errors: `out` or `range` NULL, dims > 3, elem_size 0, elem_align not a power of two, an
+ * element count or byte size that overflows (more than `PTRDIFF_MAX` bytes) →
+ * `CELERITY_ERROR_INVALID_ARGUMENT`; `host_init` cannot be copied → `CELERITY_ERROR_OUT_OF_MEMORY`; not running, wrong thread → `CELERITY_ERROR_INVALID_STATE`.
  */
 celerity_status celerity_buffer_create(uint32_t dims,
                                        const size_t *range,
@@ -686,7 +687,8 @@ celerity_status celerity_cg_hint_split_2d(struct celerity_cg *cg);
  * Hints that each device chunk should be split `factor` times more (load balancing and
  * overlap). Tasks with side effects, reductions or collective groups ignore it.
  *
- * Errors: `cg` NULL, `factor` 0 → `CELERITY_ERROR_INVALID_ARGUMENT`.
+ * Errors: `cg` NULL, `factor` 0 → `CELERITY_ERROR_INVALID_ARGUMENT`; a factor above 4096 →
+ * `CELERITY_ERROR_INVALID_ARGUMENT` at submission.
  */
 celerity_status celerity_cg_hint_oversubscribe(struct celerity_cg *cg, uint32_t factor);
 

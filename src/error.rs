@@ -87,3 +87,16 @@ impl Error {
         self
     }
 }
+
+/// An empty byte vector with room for `len` bytes (a length the program chose), failing with
+/// `OutOfMemory` naming `argument` instead of aborting the process when the allocation fails.
+pub fn try_byte_vec(len: usize, argument: &str) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(len).map_err(|_| {
+        Error::new(
+            ErrorKind::OutOfMemory,
+            format!("argument `{argument}`: allocating {len} bytes for its copy failed"),
+        )
+    })?;
+    Ok(bytes)
+}

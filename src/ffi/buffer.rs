@@ -39,8 +39,9 @@ pub(crate) fn lookup(buf: *const celerity_buffer, argument: &str) -> Result<Buff
 /// contents are uninitialised.
 ///
 /// Ownership: the caller owns `*out` and releases it with `celerity_buffer_release`.
-/// Errors: `out` or `range` NULL, dims > 3, elem_size 0, elem_align not a power of two →
-/// `CELERITY_ERROR_INVALID_ARGUMENT`; not running, wrong thread → `CELERITY_ERROR_INVALID_STATE`.
+/// Errors: `out` or `range` NULL, dims > 3, elem_size 0, elem_align not a power of two, an
+/// element count or byte size that overflows (more than `PTRDIFF_MAX` bytes) →
+/// `CELERITY_ERROR_INVALID_ARGUMENT`; `host_init` cannot be copied → `CELERITY_ERROR_OUT_OF_MEMORY`; not running, wrong thread → `CELERITY_ERROR_INVALID_STATE`.
 #[unsafe(no_mangle)]
 pub extern "C" fn celerity_buffer_create(
     dims: u32,
@@ -64,8 +65,16 @@ pub extern "C" fn celerity_buffer_create(
                 "argument `elem_align` ({elem_align}) is not a power of two"
             )));
         }
-        let bytes = range.size().checked_mul(elem_size).ok_or_else(|| {
-            Error::invalid_argument(format!("buffer of range {range:?} with {elem_size}-byte elements overflows the address space"))
+        let count = range.checked_size().ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "argument `range` ({range:?}): the element count overflows 64 bits"
+            ))
+        })?;
+        let bytes = range.checked_bytes(elem_size).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "argument `range` ({range:?}, {count} elements) with argument `elem_size` ({elem_size}) needs more than the {} bytes one allocation can hold",
+                isize::MAX
+            ))
         })?;
         let init = if host_init.is_null() {
             None

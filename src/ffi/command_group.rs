@@ -20,7 +20,7 @@ use super::kernel::{
     celerity_kernel_fn,
 };
 use super::range_mapper::*;
-use super::reduction::{celerity_reduction_op, reducer_of};
+use super::reduction::{CELERITY_REDUCE_CUSTOM, celerity_reduction_op, reducer_of};
 use super::runtime::with_runtime;
 use super::status::celerity_status;
 use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
@@ -265,7 +265,14 @@ pub extern "C" fn celerity_cg_reduction(
             return Err(Error::invalid_argument("argument `op` is NULL"));
         }
         // SAFETY: non-NULL, pointing to a celerity_reduction_op by the caller's contract.
-        let reducer = reducer_of(unsafe { &*op })?;
+        let op = unsafe { &*op };
+        if op.kind == CELERITY_REDUCE_CUSTOM && op.elem_size != buffer.elem_size {
+            return Err(Error::invalid_argument(format!(
+                "argument `op.elem_size` ({}) differs from buffer {}'s {}-byte elements",
+                op.elem_size, buffer.bid, buffer.elem_size
+            )));
+        }
+        let reducer = reducer_of(op)?;
         if reducer.elem_size() != buffer.elem_size {
             return Err(Error::invalid_argument(format!(
                 "argument `op` reduces {}-byte elements, but buffer {} has {}-byte elements",
@@ -330,7 +337,8 @@ pub extern "C" fn celerity_cg_hint_split_2d(cg: *mut celerity_cg) -> celerity_st
 /// Hints that each device chunk should be split `factor` times more (load balancing and
 /// overlap). Tasks with side effects, reductions or collective groups ignore it.
 ///
-/// Errors: `cg` NULL, `factor` 0 → `CELERITY_ERROR_INVALID_ARGUMENT`.
+/// Errors: `cg` NULL, `factor` 0 → `CELERITY_ERROR_INVALID_ARGUMENT`; a factor above 4096 →
+/// `CELERITY_ERROR_INVALID_ARGUMENT` at submission.
 #[unsafe(no_mangle)]
 pub extern "C" fn celerity_cg_hint_oversubscribe(
     cg: *mut celerity_cg,

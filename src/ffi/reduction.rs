@@ -56,7 +56,7 @@ pub struct celerity_reduction_op {
 
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, try_byte_vec};
 use crate::executor::builtin_reducers::{BuiltinOp, BuiltinReducer};
 use crate::executor::payload::Reducer;
 
@@ -120,10 +120,13 @@ pub(crate) fn reducer_of(op: &celerity_reduction_op) -> Result<Arc<dyn Reducer>>
                     op.elem_size
                 )));
             }
+            // Reserve before reading: an absurd `elem_size` fails here, before any byte is read.
+            let mut identity = try_byte_vec(op.elem_size, "op.identity")
+                .map_err(|e| e.context(format!("argument `op.elem_size` ({})", op.elem_size)))?;
             // SAFETY: the caller guarantees `identity` points to `elem_size` readable bytes.
-            let identity =
-                unsafe { std::slice::from_raw_parts(op.identity.cast::<u8>(), op.elem_size) }
-                    .to_vec();
+            identity.extend_from_slice(unsafe {
+                std::slice::from_raw_parts(op.identity.cast::<u8>(), op.elem_size)
+            });
             return Ok(Arc::new(CustomReducer {
                 identity,
                 combine,

@@ -46,10 +46,29 @@ impl Range {
         Range(r)
     }
 
-    /// The number of items (product of the extents).
+    /// The number of items (product of the extents). Saturates at `usize::MAX` instead of
+    /// wrapping: extents from the program are validated with [`Range::checked_size`] first, so a
+    /// saturated value only ever reaches heuristics, never an allocation or an index.
     #[inline]
     pub fn size(&self) -> usize {
-        self.0[0] * self.0[1] * self.0[2]
+        self.0[0]
+            .saturating_mul(self.0[1])
+            .saturating_mul(self.0[2])
+    }
+
+    /// The number of items, or `None` if it does not fit in `usize`.
+    #[inline]
+    pub fn checked_size(&self) -> Option<usize> {
+        self.0[0].checked_mul(self.0[1])?.checked_mul(self.0[2])
+    }
+
+    /// The bytes of `elem_size`-byte items over this extent, or `None` if they exceed what one
+    /// allocation can hold (`isize::MAX` bytes, Rust's and C's object-size limit).
+    #[inline]
+    pub fn checked_bytes(&self, elem_size: usize) -> Option<usize> {
+        self.checked_size()?
+            .checked_mul(elem_size)
+            .filter(|&bytes| bytes <= isize::MAX as usize)
     }
 
     /// Like [`Range::size`] but cannot overflow, for heuristics on huge extents.
@@ -190,6 +209,25 @@ impl Subrange {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_never_wrap() {
+        let huge = Range::new(1 << 32, 1 << 32, 1);
+        assert_eq!(huge.checked_size(), None);
+        assert_eq!(
+            huge.size(),
+            usize::MAX,
+            "saturates instead of wrapping to 0"
+        );
+        assert_eq!(Range::new(4, 5, 6).checked_size(), Some(120));
+        assert_eq!(Range::new(1 << 62, 1, 1).checked_bytes(8), None);
+        assert_eq!(
+            Range::new(1 << 63, 1, 1).checked_bytes(1),
+            None,
+            "above isize::MAX"
+        );
+        assert_eq!(Range::new(4, 5, 6).checked_bytes(8), Some(960));
+    }
 
     #[test]
     fn padding_and_effective_dims() {

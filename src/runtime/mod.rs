@@ -373,14 +373,19 @@ impl Runtime {
     ) -> Result<BufferId> {
         self.check_usable()?;
         let bid = BufferId(self.next_buffer);
-        let user_allocation = host_init.map(|bytes| {
-            let allocation = self.user_allocation();
-            self.executor.send(ExecutorMessage::TrackUserAllocation(
-                allocation,
-                UserMemory::Owned(bytes.to_vec()),
-            ));
-            allocation
-        });
+        let user_allocation = match host_init {
+            Some(bytes) => {
+                let mut copy = crate::error::try_byte_vec(bytes.len(), "host_init")?;
+                copy.extend_from_slice(bytes);
+                let allocation = self.user_allocation();
+                self.executor.send(ExecutorMessage::TrackUserAllocation(
+                    allocation,
+                    UserMemory::Owned(copy),
+                ));
+                Some(allocation)
+            }
+            None => None,
+        };
         self.next_buffer += 1;
         self.task_manager
             .notify_buffer_created(bid, dims, range, host_init.is_some());

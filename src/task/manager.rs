@@ -89,6 +89,10 @@ pub struct TaskManager {
     graph: TaskGraph,
     next_tid: u64,
     buffers: IdMap<BufferId, BufferState>,
+    /// One past the highest buffer / host object id announced: an absent id below it was
+    /// released (INVALID_STATE), one at or above it never existed (INVALID_ARGUMENT).
+    buffer_ids_issued: u64,
+    host_object_ids_issued: u64,
     /// Last task with a side effect on each host object.
     host_objects: IdMap<HostObjectId, Option<TaskId>>,
     /// Last task of each collective group.
@@ -163,6 +167,8 @@ impl TaskManager {
             next_tid: 0,
             buffers: IdMap::default(),
             host_objects: IdMap::default(),
+            buffer_ids_issued: 0,
+            host_object_ids_issued: 0,
             last_collective: IdMap::default(),
             execution_front: Vec::new(),
             epoch_for_new_tasks: TaskId::INIT_EPOCH,
@@ -205,6 +211,7 @@ impl TaskManager {
         range: Range,
         host_initialized: bool,
     ) {
+        self.buffer_ids_issued = self.buffer_ids_issued.max(bid.0 + 1);
         let initial = host_initialized.then_some(self.epoch_for_new_tasks);
         let previous = self.buffers.insert(
             bid,
@@ -232,6 +239,7 @@ impl TaskManager {
 
     /// Announces a host object.
     pub fn notify_host_object_created(&mut self, hoid: HostObjectId) {
+        self.host_object_ids_issued = self.host_object_ids_issued.max(hoid.0 + 1);
         self.host_objects.insert(hoid, None);
     }
 
@@ -433,18 +441,29 @@ impl TaskManager {
     // ===== internals =====
 
     fn buffer(&self, what: &str, bid: BufferId) -> Result<&BufferState> {
-        self.buffers
-            .get(&bid)
-            .ok_or_else(|| Error::invalid_argument(format!("{what}: unknown buffer {bid}")))
+        self.buffers.get(&bid).ok_or_else(|| {
+            if bid.0 < self.buffer_ids_issued {
+                Error::invalid_state(format!(
+                    "{what}: buffer {bid} was released before the command group was submitted"
+                ))
+            } else {
+                Error::invalid_argument(format!("{what}: unknown buffer {bid}"))
+            }
+        })
     }
 
     fn check_host_object(&self, what: &str, hoid: HostObjectId) -> Result<()> {
-        if !self.host_objects.contains_key(&hoid) {
-            return Err(Error::invalid_argument(format!(
+        if self.host_objects.contains_key(&hoid) {
+            Ok(())
+        } else if hoid.0 < self.host_object_ids_issued {
+            Err(Error::invalid_state(format!(
+                "{what}: host object {hoid} was released before the command group was submitted"
+            )))
+        } else {
+            Err(Error::invalid_argument(format!(
                 "{what}: unknown host object {hoid}"
-            )));
+            )))
         }
-        Ok(())
     }
 
     /// Validates a command group and turns it into a task without dependencies.
@@ -518,6 +537,12 @@ impl TaskManager {
             return Err(Error::invalid_argument(
                 "hint_oversubscribe: factor 0 (must be at least 1)",
             ));
+        }
+        if cg.hints.oversubscribe > MAX_OVERSUBSCRIBE {
+            return Err(Error::invalid_argument(format!(
+                "hint_oversubscribe: factor {} exceeds the limit of {MAX_OVERSUBSCRIBE} chunks per device",
+                cg.hints.oversubscribe
+            )));
         }
 
         let mut side_effects: SmallVec<[HostObjectId; 2]> = SmallVec::new();
@@ -858,6 +883,11 @@ impl TaskManager {
 }
 
 /// Checks a submitted iteration space.
+/// The largest `hint_oversubscribe` factor: each device chunk becomes at most this many, so a
+/// task's chunk lists stay bounded however absurd the hint (C++ Celerity has no limit, but a
+/// factor beyond a few per device only costs scheduling time).
+pub const MAX_OVERSUBSCRIBE: u32 = 1 << 12;
+
 fn checked_geometry(dims: usize, range: Range, offset: Id) -> Result<TaskGeometry> {
     if dims > 3 {
         return Err(Error::invalid_argument(format!(
@@ -867,6 +897,16 @@ fn checked_geometry(dims: usize, range: Range, offset: Id) -> Result<TaskGeometr
     if range.is_empty() {
         return Err(Error::invalid_argument(format!(
             "range {range:?} is empty: kernels and distributed host tasks need at least one item"
+        )));
+    }
+    if range.checked_size().is_none() {
+        return Err(Error::invalid_argument(format!(
+            "range {range:?}: the item count overflows 64 bits"
+        )));
+    }
+    if let Some(d) = (0..3).find(|&d| offset[d].checked_add(range[d]).is_none()) {
+        return Err(Error::invalid_argument(format!(
+            "offset {offset:?} + range {range:?} overflows 64 bits in dimension {d}"
         )));
     }
     Ok(TaskGeometry::new(dims, range, offset))

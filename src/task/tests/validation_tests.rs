@@ -421,3 +421,60 @@ fn buffer_fences_validate_their_subrange() {
         vec![dep(TaskId::INIT_EPOCH, True, DependencyOrigin::Dataflow)]
     );
 }
+
+#[test]
+fn overflowing_geometry_and_absurd_hints_are_invalid_arguments() {
+    let mut ctx = Ctx::new();
+    let buf = ctx.buffer(&[64], false);
+    let spec = TaskSpec::device(1, Range::new(64, 1, 1));
+    expect_err(
+        &mut ctx,
+        TaskSpec::device(3, Range::new(1 << 32, 1 << 32, 2)),
+        CommandGroup::new(),
+        ErrorKind::InvalidArgument,
+        "item count overflows",
+    );
+    expect_err(
+        &mut ctx,
+        TaskSpec::DeviceKernel {
+            dims: 1,
+            range: Range::new(16, 1, 1),
+            offset: Id::new(usize::MAX - 4, 0, 0),
+        },
+        CommandGroup::new(),
+        ErrorKind::InvalidArgument,
+        "overflows 64 bits in dimension 0",
+    );
+    expect_err(
+        &mut ctx,
+        spec,
+        CommandGroup::new()
+            .discard_write(buf, RangeMapper::OneToOne)
+            .hint_oversubscribe(1 << 28),
+        ErrorKind::InvalidArgument,
+        "factor 268435456 exceeds the limit",
+    );
+}
+
+#[test]
+fn handles_released_before_submission_are_invalid_state() {
+    let mut ctx = Ctx::new();
+    let buf = ctx.buffer(&[64], false);
+    let ho = ctx.host_object();
+    ctx.tm.notify_buffer_destroyed(buf);
+    ctx.tm.notify_host_object_destroyed(ho);
+    expect_err(
+        &mut ctx,
+        TaskSpec::device(1, Range::new(64, 1, 1)),
+        CommandGroup::new().discard_write(buf, RangeMapper::OneToOne),
+        ErrorKind::InvalidState,
+        "buffer B0 was released",
+    );
+    expect_err(
+        &mut ctx,
+        TaskSpec::MasterNode,
+        CommandGroup::new().side_effect(ho),
+        ErrorKind::InvalidState,
+        "was released before",
+    );
+}
