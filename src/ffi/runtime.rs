@@ -128,7 +128,7 @@ pub extern "C" fn celerity_runtime_init(
         } else {
             config::snapshot(cfg, "cfg")?
         };
-        let (configuration, warnings) = builder.build(std::env::vars())?;
+        let (configuration, warnings) = builder.build(crate::runtime::config::environment()?)?;
         install_logging(configuration.log_level);
         for warning in warnings {
             tracing::warn!("{warning}");

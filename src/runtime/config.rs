@@ -352,7 +352,7 @@ impl ConfigBuilder {
         Ok(())
     }
 
-    /// The configuration from `environment` (name, value pairs, normally `std::env::vars()`)
+    /// The configuration from `environment` (name, value pairs, normally [`environment`])
     /// overridden by the explicit keys. Returns the configuration and warnings for unknown
     /// `CELERITY_*` variables; a malformed value of a known variable is an error.
     pub fn build(
@@ -399,9 +399,64 @@ impl ConfigBuilder {
     }
 }
 
+/// The process environment, read byte-wise: variables whose name or value is not UTF-8 are
+/// skipped, unless the name starts with `CELERITY_` (then it is an error naming the variable),
+/// so an unrelated variable in another encoding never stops the runtime from starting.
+pub fn environment() -> Result<Vec<(String, String)>> {
+    environment_from(std::env::vars_os())
+}
+
+fn environment_from(
+    vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Result<Vec<(String, String)>> {
+    let mut utf8 = Vec::new();
+    for (name, value) in vars {
+        match (name.into_string(), value.into_string()) {
+            (Ok(name), Ok(value)) => utf8.push((name, value)),
+            (name, value) => {
+                let name = name.unwrap_or_else(|n| n.to_string_lossy().into_owned());
+                if name.starts_with("CELERITY_") {
+                    let value = value.unwrap_or_else(|v| format!("{v:?}"));
+                    return Err(Error::invalid_argument(format!(
+                        "environment variable {name}={value} is not valid UTF-8"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(utf8)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_environment_is_read_byte_wise() {
+        use std::ffi::OsString;
+        use std::os::unix::ffi::OsStringExt;
+        let bytes = |b: &[u8]| OsString::from_vec(b.to_vec());
+        let foreign = vec![
+            (bytes(b"LANG_LATIN1"), bytes(b"caf\xe9")),
+            (bytes(b"N\xe9ME"), bytes(b"x")),
+            (bytes(b"CELERITY_LOG_LEVEL"), bytes(b"warn")),
+        ];
+        let read = environment_from(foreign).unwrap();
+        assert_eq!(read, env(&[("CELERITY_LOG_LEVEL", "warn")]));
+        let bad = vec![(bytes(b"CELERITY_DEVICES"), bytes(b"host\xff"))];
+        let err = environment_from(bad).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        assert!(
+            err.message().contains("CELERITY_DEVICES"),
+            "{}",
+            err.message()
+        );
+        assert!(
+            err.message().contains("not valid UTF-8"),
+            "{}",
+            err.message()
+        );
+    }
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
