@@ -21,7 +21,7 @@ use super::kernel::{
 };
 use super::range_mapper::*;
 use super::reduction::{CELERITY_REDUCE_CUSTOM, celerity_reduction_op, reducer_of};
-use super::runtime::with_runtime;
+use super::runtime::{run_program_callback, with_runtime};
 use super::status::celerity_status;
 use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
 use crate::error::{Error, ErrorKind, Result};
@@ -407,8 +407,13 @@ impl UserData {
 impl Drop for UserData {
     fn drop(&mut self) {
         if let Some(drop) = self.drop {
-            // SAFETY: the program's drop callback, called exactly once with its own user data.
-            unsafe { drop(self.pointer.0) };
+            let pointer = UserPtr(self.pointer.0);
+            // Deferred while the application thread holds the runtime lock (a pruned task's
+            // launcher), so that the callback may call the API.
+            run_program_callback(Box::new(move || {
+                // SAFETY: the program's drop callback, called exactly once with its own user data.
+                unsafe { drop(pointer.0) };
+            }));
         }
     }
 }

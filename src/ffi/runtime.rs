@@ -5,6 +5,7 @@
 //! `CELERITY_ERROR_INVALID_STATE`. Calls before init or after shutdown are `INVALID_STATE` too. A
 //! process cannot re-initialise after shutdown (MPI cannot be initialised twice).
 
+use std::cell::{Cell, RefCell};
 use std::ffi::c_char;
 use std::thread::ThreadId;
 
@@ -41,13 +42,66 @@ fn wrong_thread(owner: ThreadId) -> Error {
     ))
 }
 
+thread_local! {
+    /// Set while this thread holds the runtime lock: program code that runs then (a custom range
+    /// mapper, a drop callback of a pruned task) must not take the lock again.
+    static INSIDE_RUNTIME: Cell<bool> = const { Cell::new(false) };
+    /// Drop callbacks that became due while this thread held the runtime lock; they run right
+    /// after it is released, so that they may call the API.
+    static DEFERRED_CALLBACKS: RefCell<Vec<Box<dyn FnOnce()>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Marks the calling thread as inside the runtime lock until dropped.
+struct InsideRuntime;
+
+impl InsideRuntime {
+    fn enter() -> Result<Self> {
+        if INSIDE_RUNTIME.replace(true) {
+            return Err(Error::invalid_state(
+                "called from a callback that runs inside another celerity call on this thread (a custom range mapper, say); call it after that call returns",
+            ));
+        }
+        Ok(InsideRuntime)
+    }
+}
+
+impl Drop for InsideRuntime {
+    fn drop(&mut self) {
+        INSIDE_RUNTIME.set(false);
+    }
+}
+
+/// Runs the program's callback `f` now, or, when this thread holds the runtime lock, right after
+/// the lock is released (so the callback may call the API instead of deadlocking on the lock).
+pub(crate) fn run_program_callback(f: Box<dyn FnOnce()>) {
+    if INSIDE_RUNTIME.get() {
+        DEFERRED_CALLBACKS.with_borrow_mut(|deferred| deferred.push(f));
+    } else {
+        f();
+    }
+}
+
+/// Runs the callbacks deferred while the lock was held (and any they defer in turn).
+fn run_deferred_callbacks() {
+    while let Some(f) = DEFERRED_CALLBACKS.with_borrow_mut(Vec::pop) {
+        f();
+    }
+}
+
 /// Runs `f` on the runtime after checking that it is running and that this is its thread.
 pub(crate) fn with_runtime<T>(f: impl FnOnce(&mut Runtime) -> Result<T>) -> Result<T> {
+    let result = with_runtime_locked(f);
+    run_deferred_callbacks();
+    result
+}
+
+fn with_runtime_locked<T>(f: impl FnOnce(&mut Runtime) -> Result<T>) -> Result<T> {
     if let Some(owner) = *RUNTIME_THREAD.lock()
         && owner != std::thread::current().id()
     {
         return Err(wrong_thread(owner));
     }
+    let _inside = InsideRuntime::enter()?;
     let mut slot = RUNTIME.lock();
     match &mut *slot {
         Slot::Uninitialized => Err(Error::invalid_state(
@@ -63,9 +117,11 @@ pub(crate) fn with_runtime<T>(f: impl FnOnce(&mut Runtime) -> Result<T>) -> Resu
     }
 }
 
-/// Whether the calling thread owns the running runtime (for the any-thread future functions).
+/// Whether the calling thread owns the runtime (for the any-thread future functions). Reads only
+/// the thread id, never the runtime lock, so a helper thread's future wait does not queue behind
+/// the application thread's `celerity_wait`.
 pub(crate) fn is_runtime_thread() -> bool {
-    matches!(&*RUNTIME.lock(), Slot::Running { thread, .. } if *thread == std::thread::current().id())
+    *RUNTIME_THREAD.lock() == Some(std::thread::current().id())
 }
 
 fn install_logging(level: LogLevel) {
@@ -197,6 +253,15 @@ pub extern "C" fn celerity_runtime_shutdown() -> celerity_status {
         {
             return Err(wrong_thread(owner));
         }
+        let outcome = shut_down_locked();
+        run_deferred_callbacks();
+        outcome
+    })
+}
+
+fn shut_down_locked() -> Result<()> {
+    {
+        let inside = InsideRuntime::enter()?;
         let mut slot = RUNTIME.lock();
         match &mut *slot {
             Slot::Uninitialized => Err(Error::invalid_state("the runtime is not initialised")),
@@ -213,12 +278,13 @@ pub extern "C" fn celerity_runtime_shutdown() -> celerity_status {
                     unreachable!("checked above")
                 };
                 drop(slot);
+                drop(inside);
                 // Drop outside the lock: dropping finalises MPI and joins nothing further.
                 drop(runtime);
                 outcome
             }
         }
-    })
+    }
 }
 
 /// Writes node, node count, device count, backend and dry-run flag to `*out`.
