@@ -26,6 +26,34 @@ pub enum ErrorKind {
     Internal,
 }
 
+impl ErrorKind {
+    /// Every kind, in declaration order (the index is the kind's wire code between nodes).
+    pub const ALL: [ErrorKind; 9] = [
+        ErrorKind::InvalidArgument,
+        ErrorKind::InvalidState,
+        ErrorKind::Unsupported,
+        ErrorKind::OutOfMemory,
+        ErrorKind::Device,
+        ErrorKind::Communication,
+        ErrorKind::AccessPattern,
+        ErrorKind::TaskFailed,
+        ErrorKind::Internal,
+    ];
+
+    /// The kind's wire code (its index in [`ErrorKind::ALL`]).
+    pub fn code(self) -> u8 {
+        Self::ALL.iter().position(|&k| k == self).unwrap_or(8) as u8
+    }
+
+    /// The kind of wire code `code`; unknown codes are `Internal`.
+    pub fn from_code(code: u64) -> Self {
+        Self::ALL
+            .get(code as usize)
+            .copied()
+            .unwrap_or(ErrorKind::Internal)
+    }
+}
+
 /// An error with its kind and a human-readable message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct Error {

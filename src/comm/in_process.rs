@@ -24,6 +24,8 @@ type GroupKey = Vec<usize>;
 struct Group {
     key: GroupKey,
     inboxes: Vec<Mutex<Vec<InboundPilot>>>,
+    /// Failure notices per receiving node (see `Communicator::announce_failure`).
+    failures: Vec<Mutex<Vec<(NodeId, Error)>>>,
     mailbox: Mutex<HashMap<(NodeId, NodeId, MessageId), Vec<u8>>>,
     barrier: Barrier,
     /// One slot per node for `collective_gather_bytes`.
@@ -35,6 +37,7 @@ impl Group {
         Self {
             key,
             inboxes: (0..num_nodes).map(|_| Mutex::new(Vec::new())).collect(),
+            failures: (0..num_nodes).map(|_| Mutex::new(Vec::new())).collect(),
             mailbox: Mutex::new(HashMap::new()),
             barrier: Barrier::new(num_nodes),
             gather: Mutex::new(vec![None; num_nodes]),
@@ -183,6 +186,19 @@ impl Communicator for InProcessCommunicator {
     fn poll_inbound_pilots(&mut self) -> Result<Vec<InboundPilot>> {
         let mut inbox = self.group.inboxes[self.node.0 as usize].lock();
         Ok(std::mem::take(&mut *inbox))
+    }
+
+    fn announce_failure(&mut self, error: &Error) -> Result<()> {
+        for (node, failures) in self.group.failures.iter().enumerate() {
+            if node != self.node.0 as usize {
+                failures.lock().push((self.node, error.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    fn take_peer_failures(&mut self) -> Vec<(NodeId, Error)> {
+        std::mem::take(&mut *self.group.failures[self.node.0 as usize].lock())
     }
 
     unsafe fn send_payload(

@@ -20,7 +20,7 @@ pub mod in_process;
 pub mod mpi;
 
 use crate::backend::event::AsyncEvent;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::grid::{GridBox, Range, Subrange};
 use crate::types::{MessageId, NodeId, TransferId};
 
@@ -139,6 +139,14 @@ pub trait Communicator: Send {
         root: NodeId,
         bytes: &[u8],
     ) -> Result<Option<Vec<Vec<u8>>>>;
+
+    /// Tells every other node that this node failed with `error` (fail-stop, API.md "Faults
+    /// across ranks"). Ordered with the pilots: a peer sees the notice before any pilot sent
+    /// after it, so it learns of the failure before it can receive data produced after it.
+    fn announce_failure(&mut self, error: &Error) -> Result<()>;
+
+    /// Failures announced by other nodes since the last call (sender and its error). Never blocks.
+    fn take_peer_failures(&mut self) -> Vec<(NodeId, Error)>;
 
     /// The address of the native communicator handle (`MPI_Comm*`) that collective host tasks
     /// may use, or 0 when there is none (the in-process fabric). Stable while `self` lives.

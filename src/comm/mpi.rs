@@ -34,6 +34,15 @@ pub fn library_version() -> Result<String> {
         .map_err(|e| comm_error(format!("MPI_Get_library_version: {e}")))
 }
 
+/// Ends every process of the job (`MPI_Abort` on `MPI_COMM_WORLD`) with exit code `code`: the
+/// last resort when a shutdown cannot finish because a peer failed or is gone.
+pub fn abort_job(code: c_int) -> ! {
+    // SAFETY: MPI is initialised while a runtime exists (the only caller's situation);
+    // MPI_Abort may be called from any thread under MPI_THREAD_MULTIPLE.
+    unsafe { ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, code) };
+    std::process::exit(code)
+}
+
 fn comm_error(message: String) -> Error {
     Error::new(ErrorKind::Communication, message)
 }
@@ -95,6 +104,20 @@ impl MpiEnvironment {
 
 const PILOT_TAG: c_int = 0;
 const PILOT_WORDS: usize = 10;
+/// Word 0 of a failure notice (no message id reaches it). Words 1 and 2 hold the error kind's
+/// code and the message length; the message follows in pilot-sized chunks on the pilot tag, so
+/// MPI's non-overtaking order puts the notice before every later pilot of the sender.
+const FAILURE_NOTICE: u64 = u64::MAX;
+/// Longest failure message sent (longer ones are cut at a character boundary).
+const FAILURE_MESSAGE_LIMIT: usize = 1024;
+const PILOT_BYTES: usize = PILOT_WORDS * 8;
+
+/// A failure notice being received: the kind, the announced length and the bytes so far.
+struct IncomingFailure {
+    kind: ErrorKind,
+    len: usize,
+    text: Vec<u8>,
+}
 
 fn encode_pilot(message: &PilotMessage) -> [u64; PILOT_WORDS] {
     let (min, max) = (message.region_box.min().0, message.region_box.max().0);
@@ -199,6 +222,9 @@ pub struct MpiCommunicator {
     payloads: Vec<(ffi::MPI_Request, EventCompleter)>,
     received_pilots: Vec<InboundPilot>,
     datatypes: HashMap<SubarrayKey, ffi::MPI_Datatype>,
+    /// Failure notices being received, by sender rank, and those complete.
+    incoming_failures: HashMap<usize, IncomingFailure>,
+    peer_failures: Vec<(NodeId, Error)>,
 }
 
 // SAFETY: the communicator owns its MPI handles exclusively; MPI is initialised with
@@ -232,6 +258,8 @@ impl MpiCommunicator {
             payloads: Vec::new(),
             received_pilots: Vec::new(),
             datatypes: HashMap::new(),
+            incoming_failures: HashMap::new(),
+            peer_failures: Vec::new(),
         };
         this.post_pilot_receive()?;
         Ok(this)
@@ -391,18 +419,10 @@ impl MpiCommunicator {
     }
 }
 
-impl Communicator for MpiCommunicator {
-    fn num_nodes(&self) -> usize {
-        self.size
-    }
-
-    fn local_node(&self) -> NodeId {
-        NodeId(self.rank as u64)
-    }
-
-    fn send_outbound_pilot(&mut self, pilot: &OutboundPilot) -> Result<()> {
-        let to = self.peer_rank(pilot.to, "send_outbound_pilot")?;
-        let buffer = Box::new(encode_pilot(&pilot.message));
+impl MpiCommunicator {
+    /// Sends one pilot-sized message to rank `to` on the pilot tag.
+    fn send_pilot_words(&mut self, to: c_int, words: [u64; PILOT_WORDS]) -> Result<()> {
+        let buffer = Box::new(words);
         // SAFETY: reading an extern constant of the MPI library.
         let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
         // SAFETY: the buffer is boxed and kept in `pilot_sends` until the send tests complete.
@@ -410,7 +430,7 @@ impl Communicator for MpiCommunicator {
             unsafe {
                 ffi::MPI_Isend(
                     buffer.as_ptr().cast(),
-                    (PILOT_WORDS * 8) as c_int,
+                    PILOT_BYTES as c_int,
                     ffi::RSMPI_UINT8_T,
                     to,
                     PILOT_TAG,
@@ -424,6 +444,86 @@ impl Communicator for MpiCommunicator {
         Ok(())
     }
 
+    /// Files one pilot-sized message from rank `from`: a pilot, a failure notice's header, or a
+    /// chunk of the notice's message.
+    fn receive_pilot_words(&mut self, from: usize, words: [u64; PILOT_WORDS]) {
+        if let Some(incoming) = self.incoming_failures.get_mut(&from) {
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+            let wanted = (incoming.len - incoming.text.len()).min(PILOT_BYTES);
+            incoming.text.extend_from_slice(&bytes[..wanted]);
+        } else if words[0] == FAILURE_NOTICE {
+            self.incoming_failures.insert(
+                from,
+                IncomingFailure {
+                    kind: ErrorKind::from_code(words[1]),
+                    len: (words[2] as usize).min(FAILURE_MESSAGE_LIMIT),
+                    text: Vec::new(),
+                },
+            );
+        } else {
+            self.received_pilots.push(InboundPilot {
+                from: NodeId(from as u64),
+                message: decode_pilot(&words),
+            });
+            return;
+        }
+        if self.incoming_failures[&from].text.len() == self.incoming_failures[&from].len
+            && let Some(done) = self.incoming_failures.remove(&from)
+        {
+            let message = String::from_utf8_lossy(&done.text).into_owned();
+            self.peer_failures
+                .push((NodeId(from as u64), Error::new(done.kind, message)));
+        }
+    }
+}
+
+impl Communicator for MpiCommunicator {
+    fn num_nodes(&self) -> usize {
+        self.size
+    }
+
+    fn local_node(&self) -> NodeId {
+        NodeId(self.rank as u64)
+    }
+
+    fn send_outbound_pilot(&mut self, pilot: &OutboundPilot) -> Result<()> {
+        let to = self.peer_rank(pilot.to, "send_outbound_pilot")?;
+        self.send_pilot_words(to, encode_pilot(&pilot.message))
+    }
+
+    fn announce_failure(&mut self, error: &Error) -> Result<()> {
+        let mut text = error.message();
+        if text.len() > FAILURE_MESSAGE_LIMIT {
+            let cut = (0..=FAILURE_MESSAGE_LIMIT)
+                .rev()
+                .find(|&i| text.is_char_boundary(i))
+                .unwrap_or(0);
+            text = &text[..cut];
+        }
+        let mut header = [0u64; PILOT_WORDS];
+        header[0] = FAILURE_NOTICE;
+        header[1] = u64::from(error.kind().code());
+        header[2] = text.len() as u64;
+        let rank = self.rank;
+        for peer in (0..self.size).filter(|&p| p != rank) {
+            self.send_pilot_words(peer as c_int, header)?;
+            for chunk in text.as_bytes().chunks(PILOT_BYTES) {
+                let mut bytes = [0u8; PILOT_BYTES];
+                bytes[..chunk.len()].copy_from_slice(chunk);
+                let mut words = [0u64; PILOT_WORDS];
+                for (word, b) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+                    *word = u64::from_ne_bytes(b.try_into().expect("8 bytes"));
+                }
+                self.send_pilot_words(peer as c_int, words)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn take_peer_failures(&mut self) -> Vec<(NodeId, Error)> {
+        std::mem::take(&mut self.peer_failures)
+    }
+
     fn poll_inbound_pilots(&mut self) -> Result<Vec<InboundPilot>> {
         let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
         loop {
@@ -431,12 +531,10 @@ impl Communicator for MpiCommunicator {
                 break;
             }
             // SAFETY: MPI_Test reported completion and filled `status`.
-            let from = unsafe { status.assume_init_ref() }.MPI_SOURCE;
-            self.received_pilots.push(InboundPilot {
-                from: NodeId(from as u64),
-                message: decode_pilot(&self.pilot_buffer),
-            });
+            let from = unsafe { status.assume_init_ref() }.MPI_SOURCE as usize;
+            let words = *self.pilot_buffer;
             self.post_pilot_receive()?;
+            self.receive_pilot_words(from, words);
         }
         Ok(std::mem::take(&mut self.received_pilots))
     }

@@ -74,6 +74,9 @@ pub enum ExecutorMessage {
     TrackReducer(ReductionId, Arc<dyn Reducer>),
     /// Stop once in-flight work is done: the scheduler failed and no shutdown epoch will come.
     Abort,
+    /// This node fails with the error (e.g. the program exits without shutdown): the other
+    /// nodes are told, as for a failing task.
+    Fail(Error),
 }
 
 /// Settings of an executor.
@@ -193,6 +196,9 @@ struct Executor {
     in_flight: Vec<InFlight>,
     shutdown_reached: bool,
     aborted: bool,
+    /// The first failure of the job, local or announced by a peer: from then on no fence or
+    /// epoch reports success (fail-stop, API.md "Faults across ranks").
+    failure: Option<Error>,
     disconnected: bool,
     last_progress: Instant,
     stall_reported: bool,
@@ -233,6 +239,7 @@ impl Executor {
             in_flight: Vec::new(),
             shutdown_reached: false,
             aborted: false,
+            failure: None,
             disconnected: false,
             last_progress: Instant::now(),
             stall_reported: false,
@@ -244,10 +251,13 @@ impl Executor {
         loop {
             let mut progressed = false;
             if let Err(error) = self.arbiter.poll_communicator(self.comm.as_mut()) {
-                self.delegate.async_error(error);
+                self.fail(error);
+            }
+            for (node, error) in self.comm.take_peer_failures() {
+                self.peer_failed(node, error);
             }
             if let Err(error) = self.backend.poll() {
-                self.delegate.async_error(error);
+                self.fail(error);
             }
             progressed |= self.retire_completed();
             progressed |= self.take_messages();
@@ -328,7 +338,7 @@ impl Executor {
             ExecutorMessage::Submit(instructions, pilots) => {
                 for pilot in &pilots {
                     if let Err(error) = self.comm.send_outbound_pilot(pilot) {
-                        self.delegate.async_error(error);
+                        self.fail(error);
                     }
                 }
                 let system = self.backend.system_info();
@@ -348,6 +358,7 @@ impl Executor {
                 self.reducers.insert(id, reducer);
             }
             ExecutorMessage::Abort => self.aborted = true,
+            ExecutorMessage::Fail(error) => self.fail(error),
         }
     }
 
@@ -389,8 +400,60 @@ impl Executor {
         self.instructions.remove(&id);
     }
 
+    /// Records a failure of this node: reports it, and on the first one tells the other nodes
+    /// (so that their next wait, fence or shutdown fails too) and fails pending fences and epochs.
+    fn fail(&mut self, error: Error) {
+        let distributed = self.comm.num_nodes() > 1;
+        let node = self.comm.local_node();
+        if distributed && self.failure.is_none() {
+            if let Err(announce) = self.comm.announce_failure(&error) {
+                tracing::error!("could not tell the other nodes that {node} failed: {announce}");
+            }
+        }
+        let error = if distributed {
+            error.context(format!("rank {}", node.0))
+        } else {
+            error
+        };
+        self.delegate.async_error(error.clone());
+        if self.failure.is_none() {
+            self.fail_stop(error);
+        }
+    }
+
+    /// Records a failure announced by `node`.
+    fn peer_failed(&mut self, node: crate::types::NodeId, error: Error) {
+        let error = Error::new(
+            error.kind(),
+            format!("rank {} failed: {}", node.0, error.message()),
+        );
+        self.delegate.async_error(error.clone());
+        if self.failure.is_none() {
+            self.fail_stop(error);
+        }
+    }
+
+    /// From now on fences and epochs report `error`; those pending report it at once, so that
+    /// no caller waits for data a failed node may never send.
+    fn fail_stop(&mut self, error: Error) {
+        for instruction in self.instructions.values() {
+            if let InstructionKind::Fence { task } | InstructionKind::Epoch { task, .. } =
+                instruction.kind()
+                && let Some(promise) = promise_of(task)
+            {
+                promise.fulfill(Err(error.clone()));
+            }
+        }
+        self.failure = Some(error);
+    }
+
+    /// The outcome a fence or epoch reports: success unless the job has failed.
+    fn outcome(&self) -> Result<()> {
+        self.failure.clone().map_or(Ok(()), Err)
+    }
+
     /// Reports a failure of instruction `id`, naming its task.
-    fn report(&self, id: InstructionId, error: Error) {
+    fn report(&mut self, id: InstructionId, error: Error) {
         let context = match self.instructions.get(&id).map(|i| i.kind()) {
             Some(
                 InstructionKind::DeviceKernel { task, .. } | InstructionKind::HostTask { task, .. },
@@ -404,7 +467,7 @@ impl Executor {
             Some(kind) => format!("{} instruction {id}", kind.name()),
             None => format!("instruction {id}"),
         };
-        self.delegate.async_error(error.context(context));
+        self.fail(error.context(context));
     }
 
     fn pointer(&self, allocation: AllocationId) -> Result<usize> {
@@ -658,7 +721,7 @@ impl Executor {
             }
             K::Fence { task } => {
                 if let Some(promise) = promise_of(task) {
-                    promise.fulfill(Ok(()));
+                    promise.fulfill(self.outcome());
                 }
             }
             K::DestroyHostObject { host_object } => {
@@ -686,19 +749,23 @@ impl Executor {
                 action,
                 garbage,
             } => {
-                let barrier = if *action == EpochAction::Barrier {
+                // After a failure no barrier is entered: a failed peer may never arrive.
+                let entered_barrier = *action == EpochAction::Barrier && self.failure.is_none();
+                let barrier = if entered_barrier {
                     self.comm.collective_barrier()
                 } else {
-                    Ok(())
+                    self.outcome()
                 };
                 self.delegate.epoch_reached(task.id());
                 self.collect(garbage);
                 if let Some(promise) = promise_of(task) {
                     promise.fulfill(barrier.clone());
                 }
-                barrier?;
                 if *action == EpochAction::Shutdown {
                     self.shutdown_reached = true;
+                }
+                if entered_barrier {
+                    barrier?;
                 }
             }
         }

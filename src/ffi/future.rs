@@ -110,13 +110,13 @@ pub extern "C" fn celerity_fence_host_object(
 pub extern "C" fn celerity_future_wait(f: *mut celerity_future) -> celerity_status {
     boundary::call("celerity_future_wait", || {
         let promise = FUTURES.get(handle::from_ptr(f), "f")?;
-        promise.wait(Duration::from_secs(10), |waited| {
+        let waited = promise.wait(Duration::from_secs(10), |waited| {
             tracing::warn!("celerity_future_wait: still waiting after {waited:.0?}")
-        })?;
+        });
         if is_runtime_thread() {
             with_runtime(|rt| rt.check_async_errors())?;
         }
-        Ok(())
+        waited
     })
 }
 

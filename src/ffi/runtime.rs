@@ -216,7 +216,14 @@ extern "C" fn shutdown_at_exit() {
     if owner != Some(std::thread::current().id()) {
         return;
     }
-    if matches!(&*RUNTIME.lock(), Slot::Running { .. }) {
+    let running = match &mut *RUNTIME.lock() {
+        Slot::Running { runtime, .. } => {
+            runtime.depart_without_shutdown();
+            true
+        }
+        _ => false,
+    };
+    if running {
         tracing::warn!("the program exited without celerity_runtime_shutdown; shutting down now");
         let status = celerity_runtime_shutdown();
         if status != super::status::CELERITY_OK {

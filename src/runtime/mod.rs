@@ -176,6 +176,42 @@ pub struct Runtime {
     graph_comm: Option<Box<dyn Communicator>>,
     /// Keeps MPI initialised (and finalises it last) when the runtime initialised it.
     _mpi: Option<devices::MpiGuard>,
+    /// Armed by a shutdown that may block on a failed or departed peer; declared after `_mpi` so
+    /// that it also guards MPI finalisation.
+    shutdown_watchdog: Option<ShutdownWatchdog>,
+}
+
+/// How long a shutdown after a failure may take before the job is aborted.
+pub const FAILED_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Aborts the MPI job if it is not dropped within its grace period, so that a shutdown after a
+/// failure never blocks forever (on receives from a dead peer, or in `MPI_Finalize` while a
+/// peer still runs).
+struct ShutdownWatchdog {
+    _disarm: crossbeam_channel::Sender<()>,
+}
+
+impl ShutdownWatchdog {
+    fn arm(node: u32, reason: String) -> Self {
+        let (disarm, disarmed) = crossbeam_channel::bounded::<()>(0);
+        let _ = std::thread::Builder::new()
+            .name("celerity-shutdown-watchdog".into())
+            .spawn(move || {
+                if disarmed.recv_timeout(FAILED_SHUTDOWN_GRACE)
+                    == Err(crossbeam_channel::RecvTimeoutError::Timeout)
+                {
+                    eprintln!(
+                        "celerity: rank {node}: {reason}; the shutdown did not finish within {}s (a peer failed or is gone), aborting the MPI job",
+                        FAILED_SHUTDOWN_GRACE.as_secs()
+                    );
+                    #[cfg(feature = "mpi")]
+                    crate::comm::mpi::abort_job(1);
+                    #[cfg(not(feature = "mpi"))]
+                    std::process::exit(1);
+                }
+            });
+        Self { _disarm: disarm }
+    }
 }
 
 impl Runtime {
@@ -299,6 +335,7 @@ impl Runtime {
             started,
             graph_comm,
             _mpi: selection.mpi,
+            shutdown_watchdog: None,
         })
     }
 
@@ -552,11 +589,13 @@ impl Runtime {
         let promise = Promise::new();
         self.task_manager
             .epoch(action, Some(Arc::new(promise.clone())))?;
-        promise.wait(Duration::from_secs(10), |waited| {
+        let waited = promise.wait(Duration::from_secs(10), |waited| {
             tracing::warn!("still waiting for the {action:?} epoch after {waited:.0?}");
-        })?;
+        });
         self.prune();
-        self.take_async_error()
+        // The asynchronous error first: it makes the runtime failed (and names the task).
+        self.take_async_error()?;
+        waited
     }
 
     /// Waits until all work submitted on this node has finished.
@@ -601,6 +640,7 @@ impl Runtime {
         if self.shut_down {
             return Ok(());
         }
+        self.arm_watchdog_after_failure();
         // Buffers and host objects the program did not release are released now, so the
         // instruction graph frees every allocation before the shutdown epoch.
         let buffers: Vec<BufferId> = self.buffers.keys().copied().collect();
@@ -628,6 +668,44 @@ impl Runtime {
             pending?;
         }
         executor_outcome.and(observability)
+    }
+
+    /// In a distributed MPI run with a failure known, arms the watchdog that aborts the job if
+    /// this shutdown (or MPI finalisation) blocks on a failed or departed peer.
+    fn arm_watchdog_after_failure(&mut self) {
+        if self._mpi.is_none() || self.info.num_nodes < 2 || self.shutdown_watchdog.is_some() {
+            return;
+        }
+        let first = self
+            .failed
+            .clone()
+            .or_else(|| self.shared.errors.lock().first().cloned());
+        if let Some(error) = first {
+            self.shutdown_watchdog = Some(ShutdownWatchdog::arm(
+                self.info.node,
+                format!("shutting down after a failure ({error})"),
+            ));
+        }
+    }
+
+    /// The program is leaving without shutdown (its process exits) while this is a distributed
+    /// run: the other nodes are told, so that their next wait, fence or shutdown fails naming
+    /// this node instead of waiting for it.
+    pub fn depart_without_shutdown(&mut self) {
+        if self.info.num_nodes < 2 || self.shut_down {
+            return;
+        }
+        let error = Error::new(
+            crate::ErrorKind::Communication,
+            "the process exited without calling celerity_runtime_shutdown",
+        );
+        self.executor.send(ExecutorMessage::Fail(error));
+        if self._mpi.is_some() && self.shutdown_watchdog.is_none() {
+            self.shutdown_watchdog = Some(ShutdownWatchdog::arm(
+                self.info.node,
+                "the process exited without calling celerity_runtime_shutdown".to_owned(),
+            ));
+        }
     }
 
     /// The stall reports of this runtime's executor so far (see `docs/stall-detector.md`).

@@ -417,6 +417,12 @@ impl Communicator for HoldFirstPayload {
     fn poll_inbound_pilots(&mut self) -> Result<Vec<InboundPilot>> {
         self.inner.poll_inbound_pilots()
     }
+    fn announce_failure(&mut self, error: &crate::Error) -> Result<()> {
+        self.inner.announce_failure(error)
+    }
+    fn take_peer_failures(&mut self) -> Vec<(NodeId, crate::Error)> {
+        self.inner.take_peer_failures()
+    }
     unsafe fn send_payload(
         &mut self,
         to: NodeId,
@@ -530,4 +536,52 @@ fn a_payload_that_never_arrives_is_named_with_its_transfer_and_peer_on_both_node
         receiver.contains(r#"host task of task T2 "consume": waiting on I"#),
         "{receiver}"
     );
+}
+
+#[test]
+fn a_task_failing_on_one_node_fails_every_nodes_fence_naming_it() {
+    let outcomes = on_nodes(fabric(3), base_config(), |node, mut rt| {
+        let b = rt
+            .create_buffer(1, Range::new(48, 1, 1), 4, 4, None)
+            .unwrap();
+        let fails_here = node == NodeId(1);
+        rt.submit(
+            TaskSpec::DeviceKernel {
+                dims: 1,
+                range: Range::new(48, 1, 1),
+                offset: Id::ZERO,
+            },
+            CommandGroup::new()
+                .discard_write(b, RangeMapper::OneToOne)
+                .name("fails_on_node_1"),
+            Arc::new(move |_: &KernelInvocation, _: &LaunchEnvironment| {
+                if fails_here {
+                    Err(crate::Error::new(
+                        crate::ErrorKind::TaskFailed,
+                        "the kernel returned 7",
+                    ))
+                } else {
+                    Ok(())
+                }
+            }),
+        )
+        .unwrap();
+        let mut out = vec![0u32; 48];
+        // SAFETY: `out` holds the whole buffer and outlives the wait below.
+        let promise = unsafe { rt.fence_buffer(b, None, out.as_mut_ptr().cast()) }.unwrap();
+        let fenced = promise.wait(Duration::from_secs(10), |_| {});
+        let waited = rt.check_async_errors();
+        let _ = rt.shutdown();
+        (fenced, waited)
+    });
+    for (node, (fenced, waited)) in outcomes.into_iter().enumerate() {
+        let error = fenced.expect_err("no fence may succeed after the failure");
+        assert_eq!(error.kind(), crate::ErrorKind::TaskFailed, "node {node}");
+        assert!(error.message().contains("rank 1"), "node {node}: {error}");
+        let error = waited.expect_err("the failure is reported");
+        assert!(
+            error.message().contains("fails_on_node_1"),
+            "node {node}: {error}"
+        );
+    }
 }
