@@ -9,7 +9,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 start=$(date +%s%N)
 timeout --kill-after=5 "$limit" "$mpiexec" --allow-run-as-root --oversubscribe -n 3 \
-  -x CELERITY_DEVICES=host:1 "$program" "$mode" >"$log" 2>&1
+  -x CELERITY_DEVICES=host:1 -x CELERITY_CHECK_SPMD=on "$program" "$mode" >"$log" 2>&1
 rc=$?
 elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 cat "$log"
@@ -26,6 +26,12 @@ case "$mode" in
     [ "$rc" -ne 0 ] || fail "a rank exited without shutdown, yet the job exited 0"
     grep -Eq "lost rank 1|rank 1: .*exited without calling celerity_runtime_shutdown" "$log" \
       || fail "no message names the lost rank 1"
+    if grep -Eq "CHECK\(|does not contain|, expected CELERITY_" "$log"; then fail "a rank's checks failed"; fi
+    ;;
+  spmd_*)
+    reported=$(grep -c "divergence reported: .*SPMD divergence" "$log")
+    [ "$reported" -eq 3 ] || fail "$reported of 3 ranks reported the SPMD divergence"
+    grep -q "task T[0-9]* is .*divergent" "$log" || fail "no rank named the first divergent task"
     if grep -Eq "CHECK\(|does not contain|, expected CELERITY_" "$log"; then fail "a rank's checks failed"; fi
     ;;
   *) fail "unknown mode $mode" ;;

@@ -6,6 +6,9 @@
  *   exit:         rank 1 calls exit(3) without celerity_runtime_shutdown while the others keep
  *                 submitting work that needs its data; every other rank's fence fails with
  *                 COMMUNICATION naming rank 1, or the job is aborted with a message naming it.
+ *   spmd_skip, spmd_range, spmd_extra_buffer: with check_spmd on, rank 1 skips a submission,
+ *                 rank 2 submits another range, or rank 1 accesses an extra buffer; every rank's
+ *                 next wait fails naming an SPMD divergence and the first divergent task.
  * Each rank prints "rank N: fault checks passed" when its checks hold. */
 #include <stdatomic.h>
 
@@ -87,8 +90,28 @@ int main(int argc, char** argv) {
         printf("rank %u: lost rank 1: %s: %s\n", info.node, celerity_status_string(s), message);
         fflush(stdout);
         CHECK_OK(celerity_buffer_release(b));
+    } else if (strncmp(mode, "spmd_", 5) == 0) {
+        celerity_buffer* extra = test_buffer(1, N, 1, 1, sizeof(int), NULL, "extra");
+        submit(a, "same_everywhere", fill_ok);
+        int skip = strcmp(mode, "spmd_skip") == 0 && info.node == 1;
+        if (!skip) {
+            celerity_cg* cg = test_cg("divergent");
+            test_access(cg, a, CELERITY_ACCESS_READ_WRITE, celerity_one_to_one());
+            if (strcmp(mode, "spmd_extra_buffer") == 0 && info.node == 1)
+                test_access(cg, extra, CELERITY_ACCESS_DISCARD_WRITE, celerity_one_to_one());
+            size_t r[3] = {strcmp(mode, "spmd_range") == 0 && info.node == 2 ? N / 2 : N, 1, 1};
+            CHECK_OK(celerity_submit_parallel_for(cg, 1, r, NULL, fill_ok, NULL, NULL));
+        }
+        submit(a, "after_divergence", fill_ok);
+        celerity_status s = celerity_wait();
+        CHECK(s != CELERITY_OK);
+        CHECK_MESSAGE_CONTAINS("SPMD divergence");
+        printf("rank %u: divergence reported: %s: %s\n", info.node, celerity_status_string(s),
+               celerity_last_error_message());
+        fflush(stdout);
+        CHECK_OK(celerity_buffer_release(extra));
     } else {
-        fprintf(stderr, "usage: %s [task_failure|exit]\n", argv[0]);
+        fprintf(stderr, "usage: %s [task_failure|exit|spmd_skip|spmd_range|spmd_extra_buffer]\n", argv[0]);
         return 2;
     }
     celerity_status s = celerity_runtime_shutdown();

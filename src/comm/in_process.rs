@@ -21,11 +21,14 @@ use crate::types::{MessageId, NodeId};
 /// Key of a communicator group: the path of clone indices from the root.
 type GroupKey = Vec<usize>;
 
+/// A control message with its sender.
+type ControlMessage = (NodeId, Vec<u8>);
+
 struct Group {
     key: GroupKey,
     inboxes: Vec<Mutex<Vec<InboundPilot>>>,
-    /// Failure notices per receiving node (see `Communicator::announce_failure`).
-    failures: Vec<Mutex<Vec<(NodeId, Error)>>>,
+    /// Control messages per receiving node (see `Communicator::broadcast_control`).
+    control: Vec<Mutex<Vec<ControlMessage>>>,
     mailbox: Mutex<HashMap<(NodeId, NodeId, MessageId), Vec<u8>>>,
     barrier: Barrier,
     /// One slot per node for `collective_gather_bytes`.
@@ -37,7 +40,7 @@ impl Group {
         Self {
             key,
             inboxes: (0..num_nodes).map(|_| Mutex::new(Vec::new())).collect(),
-            failures: (0..num_nodes).map(|_| Mutex::new(Vec::new())).collect(),
+            control: (0..num_nodes).map(|_| Mutex::new(Vec::new())).collect(),
             mailbox: Mutex::new(HashMap::new()),
             barrier: Barrier::new(num_nodes),
             gather: Mutex::new(vec![None; num_nodes]),
@@ -188,17 +191,17 @@ impl Communicator for InProcessCommunicator {
         Ok(std::mem::take(&mut *inbox))
     }
 
-    fn announce_failure(&mut self, error: &Error) -> Result<()> {
-        for (node, failures) in self.group.failures.iter().enumerate() {
+    fn broadcast_control(&mut self, message: &[u8]) -> Result<()> {
+        for (node, inbox) in self.group.control.iter().enumerate() {
             if node != self.node.0 as usize {
-                failures.lock().push((self.node, error.clone()));
+                inbox.lock().push((self.node, message.to_vec()));
             }
         }
         Ok(())
     }
 
-    fn take_peer_failures(&mut self) -> Vec<(NodeId, Error)> {
-        std::mem::take(&mut *self.group.failures[self.node.0 as usize].lock())
+    fn take_control_messages(&mut self) -> Vec<(NodeId, Vec<u8>)> {
+        std::mem::take(&mut *self.group.control[self.node.0 as usize].lock())
     }
 
     unsafe fn send_payload(

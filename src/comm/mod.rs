@@ -20,9 +20,12 @@ pub mod in_process;
 pub mod mpi;
 
 use crate::backend::event::AsyncEvent;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::grid::{GridBox, Range, Subrange};
 use crate::types::{MessageId, NodeId, TransferId};
+
+/// The longest control message (`Communicator::broadcast_control`).
+pub const CONTROL_MESSAGE_LIMIT: usize = 1 << 20;
 
 /// The message that precedes a payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -140,13 +143,14 @@ pub trait Communicator: Send {
         bytes: &[u8],
     ) -> Result<Option<Vec<Vec<u8>>>>;
 
-    /// Tells every other node that this node failed with `error` (fail-stop, API.md "Faults
-    /// across ranks"). Ordered with the pilots: a peer sees the notice before any pilot sent
-    /// after it, so it learns of the failure before it can receive data produced after it.
-    fn announce_failure(&mut self, error: &Error) -> Result<()>;
+    /// Sends `message` (at most [`CONTROL_MESSAGE_LIMIT`] bytes) to every other node: failure
+    /// notices and SPMD digests (API.md "Faults across ranks"). Ordered with the pilots: a peer
+    /// sees the message before any pilot sent after it, so a failure notice arrives before any
+    /// data produced after the failure.
+    fn broadcast_control(&mut self, message: &[u8]) -> Result<()>;
 
-    /// Failures announced by other nodes since the last call (sender and its error). Never blocks.
-    fn take_peer_failures(&mut self) -> Vec<(NodeId, Error)>;
+    /// Control messages received since the last call, with their senders. Never blocks.
+    fn take_control_messages(&mut self) -> Vec<(NodeId, Vec<u8>)>;
 
     /// The address of the native communicator handle (`MPI_Comm*`) that collective host tasks
     /// may use, or 0 when there is none (the in-process fabric). Stable while `self` lives.

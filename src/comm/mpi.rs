@@ -20,7 +20,9 @@ use std::mem::MaybeUninit;
 
 use mpi::ffi;
 
-use super::{Communicator, InboundPilot, OutboundPilot, PilotMessage, Stride};
+use super::{
+    CONTROL_MESSAGE_LIMIT, Communicator, InboundPilot, OutboundPilot, PilotMessage, Stride,
+};
 use crate::backend::event::{AsyncEvent, Completion, EventCompleter};
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::GridBox;
@@ -37,6 +39,16 @@ pub fn library_version() -> Result<String> {
 /// Ends every process of the job (`MPI_Abort` on `MPI_COMM_WORLD`) with exit code `code`: the
 /// last resort when a shutdown cannot finish because a peer failed or is gone.
 pub fn abort_job(code: c_int) -> ! {
+    // MPI_Abort can itself block (seen with Open MPI 4.1 when every rank aborts at once): the
+    // process then ends by itself a little later, which the launcher also turns into the end of
+    // the job.
+    let _ = std::thread::Builder::new()
+        .name("celerity-abort-backstop".into())
+        .spawn(|| {
+            std::thread::sleep(std::time::Duration::from_secs(5));
+            eprintln!("celerity: MPI_Abort did not end the process within 5 s; aborting it");
+            std::process::abort();
+        });
     // SAFETY: MPI is initialised while a runtime exists (the only caller's situation);
     // MPI_Abort may be called from any thread under MPI_THREAD_MULTIPLE.
     unsafe { ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, code) };
@@ -104,19 +116,16 @@ impl MpiEnvironment {
 
 const PILOT_TAG: c_int = 0;
 const PILOT_WORDS: usize = 10;
-/// Word 0 of a failure notice (no message id reaches it). Words 1 and 2 hold the error kind's
-/// code and the message length; the message follows in pilot-sized chunks on the pilot tag, so
-/// MPI's non-overtaking order puts the notice before every later pilot of the sender.
-const FAILURE_NOTICE: u64 = u64::MAX;
-/// Longest failure message sent (longer ones are cut at a character boundary).
-const FAILURE_MESSAGE_LIMIT: usize = 1024;
+/// Word 0 of a control message's header (no message id reaches it); word 1 holds its length.
+/// The message follows in pilot-sized chunks on the pilot tag, so MPI's non-overtaking order puts
+/// it before every later pilot of the sender.
+const CONTROL_HEADER: u64 = u64::MAX;
 const PILOT_BYTES: usize = PILOT_WORDS * 8;
 
-/// A failure notice being received: the kind, the announced length and the bytes so far.
-struct IncomingFailure {
-    kind: ErrorKind,
+/// A control message being received: its announced length and the bytes so far.
+struct IncomingControl {
     len: usize,
-    text: Vec<u8>,
+    bytes: Vec<u8>,
 }
 
 fn encode_pilot(message: &PilotMessage) -> [u64; PILOT_WORDS] {
@@ -222,9 +231,9 @@ pub struct MpiCommunicator {
     payloads: Vec<(ffi::MPI_Request, EventCompleter)>,
     received_pilots: Vec<InboundPilot>,
     datatypes: HashMap<SubarrayKey, ffi::MPI_Datatype>,
-    /// Failure notices being received, by sender rank, and those complete.
-    incoming_failures: HashMap<usize, IncomingFailure>,
-    peer_failures: Vec<(NodeId, Error)>,
+    /// Control messages being received, by sender rank, and those complete.
+    incoming_control: HashMap<usize, IncomingControl>,
+    control_messages: Vec<(NodeId, Vec<u8>)>,
 }
 
 // SAFETY: the communicator owns its MPI handles exclusively; MPI is initialised with
@@ -258,8 +267,8 @@ impl MpiCommunicator {
             payloads: Vec::new(),
             received_pilots: Vec::new(),
             datatypes: HashMap::new(),
-            incoming_failures: HashMap::new(),
-            peer_failures: Vec::new(),
+            incoming_control: HashMap::new(),
+            control_messages: Vec::new(),
         };
         this.post_pilot_receive()?;
         Ok(this)
@@ -444,20 +453,20 @@ impl MpiCommunicator {
         Ok(())
     }
 
-    /// Files one pilot-sized message from rank `from`: a pilot, a failure notice's header, or a
-    /// chunk of the notice's message.
+    /// Files one pilot-sized message from rank `from`: a pilot, a control message's header, or a
+    /// chunk of the control message.
     fn receive_pilot_words(&mut self, from: usize, words: [u64; PILOT_WORDS]) {
-        if let Some(incoming) = self.incoming_failures.get_mut(&from) {
-            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
-            let wanted = (incoming.len - incoming.text.len()).min(PILOT_BYTES);
-            incoming.text.extend_from_slice(&bytes[..wanted]);
-        } else if words[0] == FAILURE_NOTICE {
-            self.incoming_failures.insert(
+        if let Some(incoming) = self.incoming_control.get_mut(&from) {
+            let chunk: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+            let wanted = (incoming.len - incoming.bytes.len()).min(PILOT_BYTES);
+            incoming.bytes.extend_from_slice(&chunk[..wanted]);
+        } else if words[0] == CONTROL_HEADER {
+            let len = (words[1] as usize).min(CONTROL_MESSAGE_LIMIT);
+            self.incoming_control.insert(
                 from,
-                IncomingFailure {
-                    kind: ErrorKind::from_code(words[1]),
-                    len: (words[2] as usize).min(FAILURE_MESSAGE_LIMIT),
-                    text: Vec::new(),
+                IncomingControl {
+                    len,
+                    bytes: Vec::with_capacity(len),
                 },
             );
         } else {
@@ -467,12 +476,11 @@ impl MpiCommunicator {
             });
             return;
         }
-        if self.incoming_failures[&from].text.len() == self.incoming_failures[&from].len
-            && let Some(done) = self.incoming_failures.remove(&from)
+        if self.incoming_control[&from].bytes.len() == self.incoming_control[&from].len
+            && let Some(done) = self.incoming_control.remove(&from)
         {
-            let message = String::from_utf8_lossy(&done.text).into_owned();
-            self.peer_failures
-                .push((NodeId(from as u64), Error::new(done.kind, message)));
+            self.control_messages
+                .push((NodeId(from as u64), done.bytes));
         }
     }
 }
@@ -491,28 +499,25 @@ impl Communicator for MpiCommunicator {
         self.send_pilot_words(to, encode_pilot(&pilot.message))
     }
 
-    fn announce_failure(&mut self, error: &Error) -> Result<()> {
-        let mut text = error.message();
-        if text.len() > FAILURE_MESSAGE_LIMIT {
-            let cut = (0..=FAILURE_MESSAGE_LIMIT)
-                .rev()
-                .find(|&i| text.is_char_boundary(i))
-                .unwrap_or(0);
-            text = &text[..cut];
+    fn broadcast_control(&mut self, message: &[u8]) -> Result<()> {
+        if message.len() > CONTROL_MESSAGE_LIMIT {
+            return Err(Error::internal(format!(
+                "control message of {} bytes exceeds the limit of {CONTROL_MESSAGE_LIMIT}",
+                message.len()
+            )));
         }
         let mut header = [0u64; PILOT_WORDS];
-        header[0] = FAILURE_NOTICE;
-        header[1] = u64::from(error.kind().code());
-        header[2] = text.len() as u64;
+        header[0] = CONTROL_HEADER;
+        header[1] = message.len() as u64;
         let rank = self.rank;
         for peer in (0..self.size).filter(|&p| p != rank) {
             self.send_pilot_words(peer as c_int, header)?;
-            for chunk in text.as_bytes().chunks(PILOT_BYTES) {
-                let mut bytes = [0u8; PILOT_BYTES];
-                bytes[..chunk.len()].copy_from_slice(chunk);
+            for chunk in message.chunks(PILOT_BYTES) {
                 let mut words = [0u64; PILOT_WORDS];
-                for (word, b) in words.iter_mut().zip(bytes.chunks_exact(8)) {
-                    *word = u64::from_ne_bytes(b.try_into().expect("8 bytes"));
+                for (word, bytes) in words.iter_mut().zip(chunk.chunks(8)) {
+                    let mut eight = [0u8; 8];
+                    eight[..bytes.len()].copy_from_slice(bytes);
+                    *word = u64::from_ne_bytes(eight);
                 }
                 self.send_pilot_words(peer as c_int, words)?;
             }
@@ -520,8 +525,8 @@ impl Communicator for MpiCommunicator {
         Ok(())
     }
 
-    fn take_peer_failures(&mut self) -> Vec<(NodeId, Error)> {
-        std::mem::take(&mut self.peer_failures)
+    fn take_control_messages(&mut self) -> Vec<(NodeId, Vec<u8>)> {
+        std::mem::take(&mut self.control_messages)
     }
 
     fn poll_inbound_pilots(&mut self) -> Result<Vec<InboundPilot>> {

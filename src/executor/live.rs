@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 use smallvec::SmallVec;
 
+use super::control::{ControlMessage, SpmdChecker};
 use super::engine::{Assignment, OutOfOrderEngine, Target};
 use super::payload::{HostObjectInstance, Reducer, UserMemory, launcher_of, promise_of};
 use super::receive_arbiter::ReceiveArbiter;
@@ -41,6 +42,7 @@ use crate::grid::{GridBox, Subrange};
 use crate::instruction::{
     BufferAccessAllocation, CopyLayout, Instruction, InstructionGarbage, InstructionKind,
 };
+use crate::task::spmd::TaskDigest;
 use crate::task::{EpochAction, Task};
 use crate::types::{
     AllocationId, CollectiveGroupId, HostObjectId, IdMap, InstructionId, MemoryId, ReductionId,
@@ -77,6 +79,9 @@ pub enum ExecutorMessage {
     /// This node fails with the error (e.g. the program exits without shutdown): the other
     /// nodes are told, as for a failing task.
     Fail(Error),
+    /// The digests of the tasks created in SPMD comparison window `n` (`check_spmd`): sent to
+    /// the other nodes and compared with theirs.
+    SpmdWindow(u64, Vec<TaskDigest>),
 }
 
 /// Settings of an executor.
@@ -199,11 +204,24 @@ struct Executor {
     /// The first failure of the job, local or announced by a peer: from then on no fence or
     /// epoch reports success (fail-stop, API.md "Faults across ranks").
     failure: Option<Error>,
+    /// Compares SPMD digests once the first window arrives (`check_spmd`).
+    spmd: Option<SpmdChecker>,
     disconnected: bool,
     last_progress: Instant,
     stall_reported: bool,
     /// Present only with `trace_file`: one check per dispatch and retirement otherwise.
     trace: Option<Box<TraceLog>>,
+}
+
+/// Fulfils the promise of a fence or epoch instruction with `error` (fail-stop: the instruction
+/// may wait for data a failed node never sends).
+fn fail_promise(instruction: &Instruction, error: &Error) {
+    if let InstructionKind::Fence { task } | InstructionKind::Epoch { task, .. } =
+        instruction.kind()
+        && let Some(promise) = promise_of(task)
+    {
+        promise.fulfill(Err(error.clone()));
+    }
 }
 
 fn task_context(task: &Task) -> String {
@@ -240,6 +258,7 @@ impl Executor {
             shutdown_reached: false,
             aborted: false,
             failure: None,
+            spmd: None,
             disconnected: false,
             last_progress: Instant::now(),
             stall_reported: false,
@@ -253,8 +272,8 @@ impl Executor {
             if let Err(error) = self.arbiter.poll_communicator(self.comm.as_mut()) {
                 self.fail(error);
             }
-            for (node, error) in self.comm.take_peer_failures() {
-                self.peer_failed(node, error);
+            for (node, message) in self.comm.take_control_messages() {
+                self.control_message(node, &message);
             }
             if let Err(error) = self.backend.poll() {
                 self.fail(error);
@@ -343,6 +362,9 @@ impl Executor {
                 }
                 let system = self.backend.system_info();
                 for instruction in instructions {
+                    if let Some(failure) = &self.failure {
+                        fail_promise(&instruction, failure);
+                    }
                     self.engine.submit(instruction.engine_instruction(system));
                     self.instructions.insert(instruction.id(), instruction);
                 }
@@ -359,6 +381,7 @@ impl Executor {
             }
             ExecutorMessage::Abort => self.aborted = true,
             ExecutorMessage::Fail(error) => self.fail(error),
+            ExecutorMessage::SpmdWindow(window, digests) => self.spmd_window(window, digests),
         }
     }
 
@@ -406,7 +429,8 @@ impl Executor {
         let distributed = self.comm.num_nodes() > 1;
         let node = self.comm.local_node();
         if distributed && self.failure.is_none() {
-            if let Err(announce) = self.comm.announce_failure(&error) {
+            let notice = ControlMessage::Failure(error.clone()).encode();
+            if let Err(announce) = self.comm.broadcast_control(&notice) {
                 tracing::error!("could not tell the other nodes that {node} failed: {announce}");
             }
         }
@@ -418,6 +442,70 @@ impl Executor {
         self.delegate.async_error(error.clone());
         if self.failure.is_none() {
             self.fail_stop(error);
+        }
+    }
+
+    /// Handles a control message from `node`: a failure notice or SPMD digests.
+    fn control_message(&mut self, node: crate::types::NodeId, bytes: &[u8]) {
+        match ControlMessage::decode(bytes) {
+            Some(ControlMessage::Failure(error)) => self.peer_failed(node, error),
+            Some(ControlMessage::SpmdDigests { window, hashes }) => {
+                let divergence = self.spmd_checker().record_theirs(window, node, hashes);
+                if let Some(error) = divergence {
+                    self.fail(error);
+                }
+            }
+            None => tracing::warn!(
+                "ignored a malformed control message of {} bytes from {node}",
+                bytes.len()
+            ),
+        }
+    }
+
+    /// The SPMD checker, created by the first window or peer digest (whichever comes first).
+    fn spmd_checker(&mut self) -> &mut SpmdChecker {
+        let (node, num_nodes) = (self.comm.local_node(), self.comm.num_nodes());
+        self.spmd
+            .get_or_insert_with(|| SpmdChecker::new(node, num_nodes))
+    }
+
+    /// Sends this node's digests of comparison window `window` and compares them.
+    fn spmd_window(&mut self, window: u64, digests: Vec<TaskDigest>) {
+        let hashes = digests.iter().map(|d| d.hash).collect();
+        let message = ControlMessage::SpmdDigests { window, hashes }.encode();
+        if let Err(error) = self.comm.broadcast_control(&message) {
+            self.fail(error);
+        }
+        if let Some(error) = self.spmd_checker().record_mine(window, digests) {
+            self.fail(error);
+        }
+    }
+
+    /// Blocks until the SPMD window that epoch `epoch` closes has been compared with every peer
+    /// (or the job failed), so that a wait never returns before a divergence is reported. Peers
+    /// that are merely slower are waited for (with a warning each stall timeout), never failed.
+    fn await_spmd_comparison(&mut self, epoch: TaskId) {
+        let started = Instant::now();
+        let mut warned = Duration::ZERO;
+        while self.failure.is_none()
+            && self
+                .spmd
+                .as_ref()
+                .is_some_and(|spmd| !spmd.is_settled(epoch))
+        {
+            if let Err(error) = self.arbiter.poll_communicator(self.comm.as_mut()) {
+                self.fail(error);
+            }
+            for (node, message) in self.comm.take_control_messages() {
+                self.control_message(node, &message);
+            }
+            if started.elapsed() >= warned + self.config.stall_timeout {
+                warned += self.config.stall_timeout;
+                tracing::warn!(
+                    "epoch {epoch}: still waiting after {warned:.0?} for the other ranks' SPMD digests (check_spmd)"
+                );
+            }
+            std::thread::park_timeout(Duration::from_micros(100));
         }
     }
 
@@ -437,12 +525,7 @@ impl Executor {
     /// no caller waits for data a failed node may never send.
     fn fail_stop(&mut self, error: Error) {
         for instruction in self.instructions.values() {
-            if let InstructionKind::Fence { task } | InstructionKind::Epoch { task, .. } =
-                instruction.kind()
-                && let Some(promise) = promise_of(task)
-            {
-                promise.fulfill(Err(error.clone()));
-            }
+            fail_promise(instruction, &error);
         }
         self.failure = Some(error);
     }
@@ -749,6 +832,7 @@ impl Executor {
                 action,
                 garbage,
             } => {
+                self.await_spmd_comparison(task.id());
                 // After a failure no barrier is entered: a failed peer may never arrive.
                 let entered_barrier = *action == EpochAction::Barrier && self.failure.is_none();
                 let barrier = if entered_barrier {

@@ -1,6 +1,7 @@
 //! The executor thread: out-of-order engine, receive arbiter, live and dry-run executors.
 
 pub mod builtin_reducers;
+pub mod control;
 mod dry_run;
 pub mod engine;
 pub mod live;

@@ -97,6 +97,8 @@ pub struct Config {
     pub overlapping_write: ErrorPolicy,
     /// `stall_timeout`: report pending instructions when none completed for this long.
     pub stall_timeout: Duration,
+    /// `check_spmd`: compare the nodes' submissions at horizons and epochs (on in debug builds).
+    pub check_spmd: bool,
 }
 
 impl Default for Config {
@@ -116,6 +118,7 @@ impl Default for Config {
             uninitialized_read: ErrorPolicy::Log,
             overlapping_write: ErrorPolicy::Log,
             stall_timeout: Duration::from_secs(20),
+            check_spmd: cfg!(debug_assertions),
         }
     }
 }
@@ -284,6 +287,14 @@ const KEYS: &[Key] = &[
         accepts: "ignore, log, error",
         apply: |c, v| {
             c.overlapping_write = policy(v)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "check_spmd",
+        accepts: "on, off",
+        apply: |c, v| {
+            c.check_spmd = on_off(v)?;
             Some(())
         },
     },

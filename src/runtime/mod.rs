@@ -131,11 +131,34 @@ impl SchedulerSink for ExecutorSink {
 }
 
 /// Forwards every created task to the scheduler thread.
-struct ForwardTasks(crossbeam_channel::Sender<SchedulerEvent>);
+struct ForwardTasks {
+    scheduler: crossbeam_channel::Sender<SchedulerEvent>,
+    spmd: Option<SpmdWindows>,
+}
+
+/// Collects the digests of created tasks and hands each comparison window (closed by a horizon
+/// or epoch) to the executor, which compares it with the other nodes' (`check_spmd`).
+struct SpmdWindows {
+    executor: crossbeam_channel::Sender<ExecutorMessage>,
+    executor_thread: std::thread::Thread,
+    window: Vec<crate::task::spmd::TaskDigest>,
+    next_window: u64,
+}
 
 impl TaskDelegate for ForwardTasks {
     fn task_created(&mut self, task: &Arc<Task>) {
-        let _ = self.0.send(SchedulerEvent::Task(task.clone()));
+        if let Some(spmd) = &mut self.spmd {
+            spmd.window.push(crate::task::spmd::digest(task));
+            if crate::task::spmd::is_sync_point(task) {
+                let window = std::mem::take(&mut spmd.window);
+                let _ = spmd
+                    .executor
+                    .send(ExecutorMessage::SpmdWindow(spmd.next_window, window));
+                spmd.executor_thread.unpark();
+                spmd.next_window += 1;
+            }
+        }
+        let _ = self.scheduler.send(SchedulerEvent::Task(task.clone()));
     }
 }
 
@@ -312,7 +335,17 @@ impl Runtime {
                 uninitialized_read: config.uninitialized_read,
                 record: config.print_graphs,
             },
-            Some(Box::new(ForwardTasks(scheduler.sender()))),
+            Some(Box::new(ForwardTasks {
+                scheduler: scheduler.sender(),
+                spmd: (config.check_spmd && selection.num_nodes > 1 && !info.dry_run).then(|| {
+                    SpmdWindows {
+                        executor: executor.sender(),
+                        executor_thread: executor.thread_handle(),
+                        window: Vec::new(),
+                        next_window: 0,
+                    }
+                }),
+            })),
         );
         Ok(Self {
             config,

@@ -417,11 +417,11 @@ impl Communicator for HoldFirstPayload {
     fn poll_inbound_pilots(&mut self) -> Result<Vec<InboundPilot>> {
         self.inner.poll_inbound_pilots()
     }
-    fn announce_failure(&mut self, error: &crate::Error) -> Result<()> {
-        self.inner.announce_failure(error)
+    fn broadcast_control(&mut self, message: &[u8]) -> Result<()> {
+        self.inner.broadcast_control(message)
     }
-    fn take_peer_failures(&mut self) -> Vec<(NodeId, crate::Error)> {
-        self.inner.take_peer_failures()
+    fn take_control_messages(&mut self) -> Vec<(NodeId, Vec<u8>)> {
+        self.inner.take_control_messages()
     }
     unsafe fn send_payload(
         &mut self,

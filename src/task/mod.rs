@@ -38,6 +38,7 @@ mod graph;
 mod manager;
 mod range_mapper;
 mod recorder;
+pub mod spmd;
 #[allow(clippy::module_inception)]
 mod task;
 
