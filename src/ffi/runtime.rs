@@ -74,16 +74,32 @@ impl Drop for InsideRuntime {
 /// Runs the program's callback `f` now, or, when this thread holds the runtime lock, right after
 /// the lock is released (so the callback may call the API instead of deadlocking on the lock).
 pub(crate) fn run_program_callback(f: Box<dyn FnOnce()>) {
-    if INSIDE_RUNTIME.get() {
-        DEFERRED_CALLBACKS.with_borrow_mut(|deferred| deferred.push(f));
-    } else {
+    if !INSIDE_RUNTIME.get() {
+        return f();
+    }
+    // During process exit (the shutdown-at-exit hook) this thread's deferred list may already be
+    // destroyed: then the callback runs at once, and an API call from it gets the re-entry
+    // answer (INVALID_STATE) instead of a deadlock.
+    let mut pending = Some(f);
+    let _ = DEFERRED_CALLBACKS.try_with(|deferred| {
+        if let (Ok(mut deferred), Some(f)) = (deferred.try_borrow_mut(), pending.take()) {
+            deferred.push(f);
+        }
+    });
+    if let Some(f) = pending {
         f();
     }
 }
 
 /// Runs the callbacks deferred while the lock was held (and any they defer in turn).
 fn run_deferred_callbacks() {
-    while let Some(f) = DEFERRED_CALLBACKS.with_borrow_mut(Vec::pop) {
+    let next = || {
+        DEFERRED_CALLBACKS
+            .try_with(|deferred| deferred.try_borrow_mut().ok().and_then(|mut d| d.pop()))
+            .ok()
+            .flatten()
+    };
+    while let Some(f) = next() {
         f();
     }
 }
