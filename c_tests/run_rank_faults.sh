@@ -15,7 +15,8 @@ elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 cat "$log"
 echo "run_rank_faults: mode $mode: exit status $rc after ${elapsed_ms} ms"
 fail() { echo "run_rank_faults: FAILED: $*"; exit 1; }
-if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then fail "the job did not end within ${limit}s"; fi
+# 124/137 are also what a killed job returns, so the elapsed time tells a timeout.
+if [ "$elapsed_ms" -ge $((limit * 1000)) ]; then fail "the job did not end within ${limit}s"; fi
 case "$mode" in
   task_failure)
     [ "$rc" -eq 0 ] || fail "expected every rank to shut down and exit 0"
@@ -27,6 +28,10 @@ case "$mode" in
     grep -Eq "lost rank 1|rank 1: .*exited without calling celerity_runtime_shutdown" "$log" \
       || fail "no message names the lost rank 1"
     if grep -Eq "CHECK\(|does not contain|, expected CELERITY_" "$log"; then fail "a rank's checks failed"; fi
+    ;;
+  die)
+    [ "$rc" -ne 0 ] || fail "a rank was killed, yet the job exited 0"
+    grep -Eq "rank 1|signal 9|Killed" "$log" || fail "no message names the killed rank 1"
     ;;
   spmd_*)
     reported=$(grep -c "divergence reported: .*SPMD divergence" "$log")

@@ -6,10 +6,14 @@
  *   exit:         rank 1 calls exit(3) without celerity_runtime_shutdown while the others keep
  *                 submitting work that needs its data; every other rank's fence fails with
  *                 COMMUNICATION naming rank 1, or the job is aborted with a message naming it.
+ *   die:          as exit, but rank 1 is killed (SIGKILL): nothing of it can speak; the job must
+ *                 still end (the launcher ends it), never hang.
  *   spmd_skip, spmd_range, spmd_extra_buffer: with check_spmd on, rank 1 skips a submission,
  *                 rank 2 submits another range, or rank 1 accesses an extra buffer; every rank's
  *                 next wait fails naming an SPMD divergence and the first divergent task.
  * Each rank prints "rank N: fault checks passed" when its checks hold. */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
 #include <stdatomic.h>
 
 #include "test_runtime.h"
@@ -59,12 +63,13 @@ int main(int argc, char** argv) {
         celerity_future_release(f);
         /* Afterwards the runtime is failed: nothing returns OK that depends on the failure. */
         CHECK(celerity_wait() != CELERITY_OK);
-    } else if (strcmp(mode, "exit") == 0) {
+    } else if (strcmp(mode, "exit") == 0 || strcmp(mode, "die") == 0) {
         submit(a, "fill", fill_ok);
         CHECK_OK(test_read(a, NULL, data, sizeof data));
         if (info.node == 1) {
-            printf("rank 1: exiting without celerity_runtime_shutdown\n");
+            printf("rank 1: %s without celerity_runtime_shutdown\n", strcmp(mode, "die") == 0 ? "dying" : "exiting");
             fflush(stdout);
+            if (strcmp(mode, "die") == 0) raise(SIGKILL);
             exit(3);
         }
         /* Work that needs rank 1's part of `b` every round; rank 1 is gone. */

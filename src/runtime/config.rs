@@ -505,6 +505,7 @@ mod tests {
             ("uninitialized_read", "error"),
             ("overlapping_write", "ignore"),
             ("stall_timeout", "2.5"),
+            ("check_spmd", "off"),
         ] {
             builder.set(key, value).unwrap();
         }
@@ -522,6 +523,8 @@ mod tests {
         assert_eq!(c.uninitialized_read, ErrorPolicy::Error);
         assert_eq!(c.overlapping_write, ErrorPolicy::Ignore);
         assert_eq!(c.stall_timeout, Duration::from_millis(2500));
+        assert!(!c.check_spmd);
+        assert_eq!(Config::default().check_spmd, cfg!(debug_assertions));
     }
 
     #[test]
