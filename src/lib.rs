@@ -15,9 +15,12 @@ pub mod executor;
 pub mod ffi;
 pub mod grid;
 pub mod instruction;
+pub mod policy;
 pub mod runtime;
 pub mod scheduler;
 pub mod task;
+pub mod thread_guard;
 pub mod types;
+pub mod user_objects;
 
 pub use error::{Error, ErrorKind, Result};

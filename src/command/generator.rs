@@ -12,7 +12,7 @@ use super::node_bitset::NodeBitset;
 use super::recorder::CommandRecorder;
 use crate::error::{Error, Result};
 use crate::grid::{GridBox, Range, Region, RegionBuilder};
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::task::{BufferLabel, DependencyKind, DependencyOrigin, RangeMapper, Task, TaskType};
 use crate::types::{
     BufferId, CollectiveGroupId, CommandId, HostObjectId, IdMap, NodeId, ReductionId, TaskId,

@@ -14,7 +14,7 @@ use super::command::CommandKind;
 use super::generator::CommandGraphGenerator;
 use super::node_bitset::NodeBitset;
 use crate::grid::Region;
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::task::{DependencyKind, DependencyOrigin, Task};
 use crate::types::{BufferId, TransferId};
 

@@ -9,7 +9,7 @@ use super::buffer_state::WriteState;
 use super::command::CommandKind;
 use super::generator::CommandGraphGenerator;
 use crate::grid::{GridBox, Region, RegionBuilder};
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::task::{DependencyKind, DependencyOrigin, Task};
 use crate::types::{BufferId, CommandId, NodeId, ReductionId, TransferId};
 

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
 
-use super::live::{ExecutorDelegate, ExecutorMessage};
-use super::payload::{HostObjectInstance, promise_of};
+use super::interface::{ExecutorDelegate, ExecutorMessage};
 use crate::error::Result;
 use crate::instruction::InstructionKind;
 use crate::task::EpochAction;
 use crate::types::{HostObjectId, IdMap};
+use crate::user_objects::HostObjectInstance;
 
 /// Runs the dry-run loop until the shutdown epoch arrives.
 pub(super) fn run(
@@ -29,11 +29,16 @@ pub(super) fn run(
             continue;
         };
         for instruction in instructions {
+            #[cfg(test)]
+            crate::thread_guard::inject_panic(
+                "executor",
+                instruction.kind().task().and_then(|t| t.name()),
+            );
             match instruction.kind() {
                 InstructionKind::Horizon { task, .. } => delegate.horizon_reached(*task),
                 InstructionKind::Epoch { task, action, .. } => {
                     delegate.epoch_reached(task.id());
-                    if let Some(promise) = promise_of(task) {
+                    if let Some(promise) = task.promise() {
                         promise.fulfill(Ok(()));
                     }
                     if *action == EpochAction::Shutdown {
@@ -48,7 +53,7 @@ pub(super) fn run(
                         );
                         warned_about_fences = true;
                     }
-                    if let Some(promise) = promise_of(task) {
+                    if let Some(promise) = task.promise() {
                         promise.fulfill(Ok(()));
                     }
                 }

@@ -21,20 +21,19 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
+use crossbeam_channel::{Receiver, TryRecvError};
 use smallvec::SmallVec;
 
-use super::engine::{Assignment, OutOfOrderEngine, Target};
-use super::payload::{HostObjectInstance, Reducer, UserMemory, launcher_of, promise_of};
+use super::engine::{Assignment, EngineInstruction, OutOfOrderEngine, Target};
+use super::interface::{ExecutorConfig, ExecutorDelegate, ExecutorMessage};
 use super::receive_arbiter::ReceiveArbiter;
 use crate::backend::SendPtr;
 use crate::backend::event::{AsyncEvent, Completion};
-use crate::backend::interface::{AccessorInfo, Backend, CopyLane, KernelInvocation};
+use crate::backend::interface::{AccessorInfo, Backend, CopyLane, KernelInvocation, Launcher};
 use crate::backend::nd_memory::StridedBox;
-use crate::comm::{Communicator, OutboundPilot, Stride};
+use crate::comm::{Communicator, Stride};
 use crate::debug::trace::TraceLog;
 use crate::error::{Error, Result};
 use crate::grid::{GridBox, Subrange};
@@ -44,129 +43,8 @@ use crate::instruction::{
 use crate::task::{EpochAction, Task};
 use crate::types::{
     AllocationId, CollectiveGroupId, HostObjectId, IdMap, InstructionId, MemoryId, ReductionId,
-    TaskId,
 };
-
-/// What the executor reports back, on its own thread.
-pub trait ExecutorDelegate: Send + Sync {
-    /// Horizon `task` has executed.
-    fn horizon_reached(&self, task: TaskId);
-    /// Epoch `task` has executed (called before its promise is fulfilled).
-    fn epoch_reached(&self, task: TaskId);
-    /// An instruction failed; the message names its task.
-    fn async_error(&self, error: Error);
-    /// No instruction completed for `stall_timeout`; `report` lists what is pending (it is also
-    /// logged as a warning). Called once per stall.
-    fn stall_detected(&self, _report: &str) {}
-    /// The executor stopped; `trace` holds its slices (only with `ExecutorConfig::trace_epoch`).
-    fn trace_finished(&self, _trace: TraceLog) {}
-}
-
-/// Messages to the executor thread, processed in order.
-pub enum ExecutorMessage {
-    /// Instructions (topologically sorted) and the pilots announcing their sends.
-    Submit(Vec<Arc<Instruction>>, Vec<OutboundPilot>),
-    /// Memory of a user allocation (memory 0) that instructions will refer to.
-    TrackUserAllocation(AllocationId, UserMemory),
-    /// A host object's instance.
-    TrackHostObject(HostObjectId, HostObjectInstance),
-    /// A reduction's operator.
-    TrackReducer(ReductionId, Arc<dyn Reducer>),
-    /// Stop once in-flight work is done: the scheduler failed and no shutdown epoch will come.
-    Abort,
-}
-
-/// Settings of an executor.
-#[derive(Debug, Clone, Copy)]
-pub struct ExecutorConfig {
-    /// Warn once per stall when no instruction completes for this long.
-    pub stall_timeout: Duration,
-    /// Record a trace of executed instructions, timed from this instant (`trace_file`).
-    pub trace_epoch: Option<Instant>,
-}
-
-impl Default for ExecutorConfig {
-    fn default() -> Self {
-        Self {
-            stall_timeout: Duration::from_secs(20),
-            trace_epoch: None,
-        }
-    }
-}
-
-/// The application side of a running executor.
-pub struct ExecutorHandle {
-    sender: Sender<ExecutorMessage>,
-    thread: Option<JoinHandle<Result<()>>>,
-}
-
-impl ExecutorHandle {
-    /// Starts the executor thread.
-    pub fn start(
-        backend: Box<dyn Backend>,
-        communicator: Box<dyn Communicator>,
-        delegate: Arc<dyn ExecutorDelegate>,
-        config: ExecutorConfig,
-    ) -> Result<Self> {
-        let (sender, receiver) = unbounded();
-        let thread = std::thread::Builder::new()
-            .name("celerity-executor".into())
-            .spawn(move || {
-                let mut executor = Executor::new(backend, communicator, delegate, receiver, config);
-                executor.run()
-            })
-            .map_err(|e| Error::internal(format!("cannot start the executor thread: {e}")))?;
-        Ok(Self {
-            sender,
-            thread: Some(thread),
-        })
-    }
-
-    /// Starts the dry-run executor thread (`dry_run_nodes`): nothing is executed.
-    pub fn start_dry_run(delegate: Arc<dyn ExecutorDelegate>) -> Result<Self> {
-        let (sender, receiver) = unbounded();
-        let thread = std::thread::Builder::new()
-            .name("celerity-executor".into())
-            .spawn(move || super::dry_run::run(receiver, delegate))
-            .map_err(|e| Error::internal(format!("cannot start the executor thread: {e}")))?;
-        Ok(Self {
-            sender,
-            thread: Some(thread),
-        })
-    }
-
-    /// A sender for messages (the scheduler's sink sends batches through it).
-    pub fn sender(&self) -> Sender<ExecutorMessage> {
-        self.sender.clone()
-    }
-
-    /// The executor thread, to unpark after sending.
-    pub fn thread_handle(&self) -> std::thread::Thread {
-        self.thread
-            .as_ref()
-            .map_or_else(std::thread::current, |t| t.thread().clone())
-    }
-
-    /// Sends `message` and wakes the executor.
-    pub fn send(&self, message: ExecutorMessage) {
-        // The executor only stops after the shutdown epoch, after which nothing is sent.
-        let _ = self.sender.send(message);
-        if let Some(thread) = &self.thread {
-            thread.thread().unpark();
-        }
-    }
-
-    /// Waits for the executor thread to finish (after the shutdown epoch) and returns what it
-    /// found at shutdown (e.g. leaked allocations).
-    pub fn join(&mut self) -> Result<()> {
-        match self.thread.take() {
-            Some(thread) => thread
-                .join()
-                .unwrap_or_else(|_| Err(Error::internal("the executor thread panicked"))),
-            None => Ok(()),
-        }
-    }
-}
+use crate::user_objects::{HostObjectInstance, Reducer, UserMemory};
 
 /// An instruction waiting for asynchronous work.
 struct InFlight {
@@ -176,7 +54,7 @@ struct InFlight {
     allocation: Option<AllocationId>,
 }
 
-struct Executor {
+pub(super) struct Executor {
     backend: Box<dyn Backend>,
     comm: Box<dyn Communicator>,
     delegate: Arc<dyn ExecutorDelegate>,
@@ -200,12 +78,19 @@ struct Executor {
     trace: Option<Box<TraceLog>>,
 }
 
+/// The launcher a kernel or host task carries.
+fn launcher_of(task: &Task) -> Result<Launcher> {
+    task.launcher()
+        .cloned()
+        .ok_or_else(|| Error::internal(format!("task {} carries no kernel launcher", task.id())))
+}
+
 fn task_context(task: &Task) -> String {
     format!("task {}", task.label())
 }
 
 impl Executor {
-    fn new(
+    pub(super) fn new(
         backend: Box<dyn Backend>,
         comm: Box<dyn Communicator>,
         delegate: Arc<dyn ExecutorDelegate>,
@@ -240,7 +125,7 @@ impl Executor {
         }
     }
 
-    fn run(&mut self) -> Result<()> {
+    pub(super) fn run(&mut self) -> Result<()> {
         loop {
             let mut progressed = false;
             if let Err(error) = self.arbiter.poll_communicator(self.comm.as_mut()) {
@@ -285,6 +170,18 @@ impl Executor {
             self.delegate.trace_finished(*trace);
         }
         self.finish()
+    }
+
+    /// After a panic: fails the promise of every fence and epoch the executor holds.
+    pub(super) fn fail_pending(&self, error: &Error) {
+        for instruction in self.instructions.values() {
+            if let InstructionKind::Fence { task } | InstructionKind::Epoch { task, .. } =
+                instruction.kind()
+                && let Some(promise) = task.promise()
+            {
+                promise.fulfill(Err(error.clone()));
+            }
+        }
     }
 
     /// At shutdown everything the executor allocated must have been freed.
@@ -333,7 +230,8 @@ impl Executor {
                 }
                 let system = self.backend.system_info();
                 for instruction in instructions {
-                    self.engine.submit(instruction.engine_instruction(system));
+                    self.engine
+                        .submit(EngineInstruction::of(&instruction, system));
                     self.instructions.insert(instruction.id(), instruction);
                 }
             }
@@ -419,8 +317,13 @@ impl Executor {
 
     fn dispatch(&mut self, assignment: Assignment) {
         let instruction = self.instructions[&assignment.id].clone();
+        #[cfg(test)]
+        crate::thread_guard::inject_panic(
+            "executor",
+            instruction.kind().task().and_then(|t| t.name()),
+        );
         if let Some(trace) = &mut self.trace {
-            trace.instruction_dispatched(&instruction, &assignment);
+            trace.instruction_dispatched(&instruction, &assignment.dispatch());
         }
         match self.start(&instruction, assignment) {
             Ok((events, allocation)) if !events.is_empty() => self.in_flight.push(InFlight {
@@ -657,7 +560,7 @@ impl Executor {
                 unsafe { reducer.reduce(dest as *mut u8, source as *const u8, *num_source_values) };
             }
             K::Fence { task } => {
-                if let Some(promise) = promise_of(task) {
+                if let Some(promise) = task.promise() {
                     promise.fulfill(Ok(()));
                 }
             }
@@ -693,7 +596,7 @@ impl Executor {
                 };
                 self.delegate.epoch_reached(task.id());
                 self.collect(garbage);
-                if let Some(promise) = promise_of(task) {
+                if let Some(promise) = task.promise() {
                     promise.fulfill(barrier.clone());
                 }
                 barrier?;

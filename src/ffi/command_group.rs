@@ -25,12 +25,12 @@ use super::runtime::with_runtime;
 use super::status::celerity_status;
 use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
 use crate::error::{Error, ErrorKind, Result};
-use crate::executor::payload::Reducer;
 use crate::grid::{Id, Range, Subrange};
 use crate::task::{
     AccessMode, BufferLabel, Chunk, CommandGroup, HostTaskKind, RangeMapper, TaskSpec,
 };
 use crate::types::HostObjectId;
+use crate::user_objects::Reducer;
 
 /// How a kernel accesses a buffer.
 pub type celerity_access_mode = u32;

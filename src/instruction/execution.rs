@@ -24,7 +24,7 @@ use crate::grid::{
     BoxVec, GridBox, Region, RegionBuilder, merge_connected_boxes,
     merge_overlapping_bounding_boxes, split_1d, split_2d,
 };
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::task::{ExecutionTarget, Task};
 use crate::types::{AllocationId, BufferId, CollectiveGroupId, DeviceId, InstructionId, MemoryId};
 

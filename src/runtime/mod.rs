@@ -30,20 +30,18 @@ use crate::comm::Communicator;
 use crate::command::{CommandGraphGenerator, CommandPolicies};
 use crate::debug::trace::TraceLog;
 use crate::error::{Error, Result};
-use crate::executor::live::{ExecutorConfig, ExecutorDelegate, ExecutorHandle, ExecutorMessage};
-use crate::executor::payload::{HostObjectInstance, KernelPayload, Promise, Reducer, UserMemory};
+use crate::executor::{ExecutorConfig, ExecutorDelegate, ExecutorHandle, ExecutorMessage};
 use crate::grid::{Range, Subrange};
-use crate::instruction::{
-    Batch, BufferFencePayload, InstructionGraphGenerator, InstructionRecorder, Policies,
-};
+use crate::instruction::{Batch, InstructionGraphGenerator, InstructionRecorder, Policies};
 use crate::scheduler::{SchedulerEvent, SchedulerHandle, SchedulerOutput, SchedulerSink};
 use crate::task::{
     CommandGroup, EpochAction, EpochTracker, Task, TaskDelegate, TaskManager, TaskManagerConfig,
-    TaskSpec,
+    TaskPayload, TaskSpec,
 };
 use crate::types::{
     AllocationId, BufferId, CollectiveGroupId, HostObjectId, IdMap, MemoryId, ReductionId, TaskId,
 };
+use crate::user_objects::{HostObjectInstance, Promise, Reducer, UserMemory};
 use config::{Config, Lookahead};
 pub use devices::BackendKind;
 
@@ -501,7 +499,7 @@ impl Runtime {
     ) -> Result<TaskId> {
         self.check_usable()?;
         self.prune();
-        cg.payload = Some(Arc::new(KernelPayload { launcher }));
+        cg.payload = Some(TaskPayload::Launcher(launcher));
         self.task_manager.submit(spec, cg)
     }
 
@@ -525,12 +523,11 @@ impl Runtime {
             user_allocation,
             UserMemory::Borrowed(dest as usize),
         ));
-        let payload = BufferFencePayload {
+        let payload = TaskPayload::BufferFence {
             user_allocation,
-            promise: Some(Arc::new(promise.clone())),
+            promise: Some(promise.clone()),
         };
-        self.task_manager
-            .fence_buffer(bid, region, Some(Arc::new(payload)))?;
+        self.task_manager.fence_buffer(bid, region, Some(payload))?;
         Ok(promise)
     }
 
@@ -539,14 +536,14 @@ impl Runtime {
         self.check_usable()?;
         let promise = Promise::new();
         self.task_manager
-            .fence_host_object(id, Some(Arc::new(promise.clone())))?;
+            .fence_host_object(id, Some(TaskPayload::Promise(promise.clone())))?;
         Ok(promise)
     }
 
     fn epoch(&mut self, action: EpochAction) -> Result<()> {
         let promise = Promise::new();
         self.task_manager
-            .epoch(action, Some(Arc::new(promise.clone())))?;
+            .epoch(action, Some(TaskPayload::Promise(promise.clone())))?;
         promise.wait(Duration::from_secs(10), |waited| {
             tracing::warn!("still waiting for the {action:?} epoch after {waited:.0?}");
         })?;
@@ -707,3 +704,5 @@ impl Drop for Runtime {
 mod observability_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod thread_guard_tests;

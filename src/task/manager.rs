@@ -16,7 +16,7 @@ use super::task::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{GridBox, Id, Range, Region, RegionBuilder, RegionMap, Subrange};
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::types::{BufferId, CollectiveGroupId, HostObjectId, IdMap, TaskId};
 
 /// Settings of the task manager.

@@ -400,67 +400,6 @@ fn unsafe_oversubscription_is_refused() {
 }
 
 #[test]
-fn instructions_carry_engine_placement() {
-    let mut ctx = Ctx::new(2);
-    let buf = ctx.buffer(&[256], false);
-    ctx.device(
-        &[256],
-        CommandGroup::new().discard_write(buf, RangeMapper::OneToOne),
-    );
-    ctx.host(&[256], CommandGroup::new().read(buf, RangeMapper::All));
-    let system = ctx.iggen.system().clone();
-    use crate::executor::engine::Target;
-    for r in ctx.all() {
-        let e = r.instruction.engine_instruction(&system);
-        let expected = match r.kind() {
-            InstructionKind::Alloc { .. } | InstructionKind::Free { .. } => Target::AllocQueue,
-            InstructionKind::DeviceKernel { .. } | InstructionKind::Copy { .. } => {
-                Target::DeviceQueue
-            }
-            InstructionKind::HostTask { .. } => Target::HostQueue,
-            _ => Target::Immediate,
-        };
-        assert_eq!(e.target, expected, "{}", r.kind().name());
-        assert_eq!(e.priority, r.instruction.priority());
-    }
-    let copy = ctx.select(is_copy)[0];
-    assert_eq!(copy.instruction.priority(), priority::COPY);
-}
-
-#[test]
-fn the_out_of_order_engine_runs_every_generated_instruction() {
-    use crate::executor::engine::OutOfOrderEngine;
-    let mut ctx = Ctx::builder()
-        .nodes(2)
-        .devices(2)
-        .peer_copies(false)
-        .build();
-    let buf = ctx.buffer(&[256, 256], true);
-    for _ in 0..4 {
-        ctx.device(
-            &[256, 256],
-            CommandGroup::new()
-                .read(buf, RangeMapper::NeighborhoodAlongAxes([1, 1, 0]))
-                .discard_write(buf, RangeMapper::OneToOne),
-        );
-    }
-    ctx.host(&[256, 256], CommandGroup::new().read(buf, RangeMapper::All));
-    ctx.finish();
-    let system = ctx.iggen.system().clone();
-    let mut engine = OutOfOrderEngine::new(2);
-    for r in ctx.all() {
-        engine.submit(r.instruction.engine_instruction(&system));
-    }
-    let mut done = 0;
-    while let Some(a) = engine.assign_one() {
-        engine.complete_assigned(a.id);
-        done += 1;
-    }
-    assert_eq!(done, ctx.all().len());
-    assert!(engine.is_idle());
-}
-
-#[test]
 fn shutdown_frees_everything_that_was_allocated() {
     let mut ctx = Ctx::builder().devices(2).peer_copies(false).build();
     let a = ctx.buffer(&[128, 128], true);

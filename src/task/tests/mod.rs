@@ -11,7 +11,7 @@ mod validation_tests;
 
 use super::*;
 use crate::grid::{Id, Range, Subrange};
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::types::{BufferId, CollectiveGroupId, HostObjectId, TaskId};
 
 use DependencyKind::{Anti, True};
