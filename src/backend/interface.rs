@@ -28,6 +28,8 @@ pub struct AccessorInfo {
     pub allocated_box: GridBox,
     /// The box the range mapper asked for, for this chunk.
     pub accessed_box: GridBox,
+    /// Bytes per element of the buffer.
+    pub elem_size: usize,
 }
 
 /// Everything a kernel or host task needs to run one chunk.

@@ -641,6 +641,7 @@ impl Executor {
                     base: SendPtr(self.pointer(a.allocation)? as *mut u8),
                     allocated_box: a.allocated_box,
                     accessed_box: a.accessed_box,
+                    elem_size: a.elem_size,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

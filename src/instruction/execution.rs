@@ -392,6 +392,7 @@ impl InstructionGraphGenerator {
                     allocation: AllocationId::null(MemoryId::USER),
                     allocated_box: GridBox::EMPTY,
                     accessed_box: GridBox::EMPTY,
+                    elem_size: buffer.elem_size,
                 }
             } else {
                 let allocation = buffer.memories[mem].contiguous(&accessed_box);
@@ -399,6 +400,7 @@ impl InstructionGraphGenerator {
                     allocation: allocation.aid,
                     allocated_box: allocation.allocated_box,
                     accessed_box,
+                    elem_size: buffer.elem_size,
                 }
             });
             traffic += (usize::from(mode.is_producer()) + usize::from(mode.is_consumer()))
@@ -416,6 +418,7 @@ impl InstructionGraphGenerator {
                 allocation: allocation.aid,
                 allocated_box: allocation.allocated_box,
                 accessed_box: SCALAR_BOX,
+                elem_size: buffer.elem_size,
             });
             traffic += chunk.execution_box.area() * buffer.elem_size;
         }

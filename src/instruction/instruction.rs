@@ -45,6 +45,8 @@ pub struct BufferAccessAllocation {
     pub allocated_box: GridBox,
     /// The bounding box of what the chunk accesses (inside `allocated_box`).
     pub accessed_box: GridBox,
+    /// Bytes per element of the buffer.
+    pub elem_size: usize,
 }
 
 /// What the executor may release once a horizon or epoch has been reached.

@@ -483,8 +483,7 @@ impl Runtime {
     /// Registers a reduction operator and returns its id for `CommandGroup::reduction`.
     pub fn register_reduction(&mut self, reducer: Arc<dyn Reducer>) -> Result<ReductionId> {
         self.check_usable()?;
-        let id = ReductionId(self.next_reduction);
-        self.next_reduction += 1;
+        let id = self.reserve_reduction_id();
         self.executor
             .send(ExecutorMessage::TrackReducer(id, reducer));
         Ok(id)
@@ -494,13 +493,39 @@ impl Runtime {
     pub fn submit(
         &mut self,
         spec: TaskSpec,
+        cg: CommandGroup,
+        launcher: Launcher,
+    ) -> Result<TaskId> {
+        self.submit_with_reducers(spec, cg, launcher, Vec::new())
+    }
+
+    /// Reserves the id of a reduction whose operator is handed over with its submission
+    /// ([`submit_with_reducers`](Self::submit_with_reducers)).
+    pub fn reserve_reduction_id(&mut self) -> ReductionId {
+        let id = ReductionId(self.next_reduction);
+        self.next_reduction += 1;
+        id
+    }
+
+    /// [`submit`](Self::submit) for a command group whose reductions use the reserved ids of
+    /// `reducers`: the operators are registered with the executor only once the task manager
+    /// accepted the task, so a refused submission leaves nothing behind.
+    pub fn submit_with_reducers(
+        &mut self,
+        spec: TaskSpec,
         mut cg: CommandGroup,
         launcher: Launcher,
+        reducers: Vec<(ReductionId, Arc<dyn Reducer>)>,
     ) -> Result<TaskId> {
         self.check_usable()?;
         self.prune();
         cg.payload = Some(TaskPayload::Launcher(launcher));
-        self.task_manager.submit(spec, cg)
+        let executor = &self.executor;
+        self.task_manager.submit_then(spec, cg, |_| {
+            for (id, reducer) in reducers {
+                executor.send(ExecutorMessage::TrackReducer(id, reducer));
+            }
+        })
     }
 
     /// Fences `region` (None: all) of buffer `bid`: once the returned promise is fulfilled,

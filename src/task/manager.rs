@@ -328,10 +328,23 @@ impl TaskManager {
     /// (see API.md's bad-input list); `AccessPattern` for an uninitialised read under policy
     /// `Error`; `InvalidState` after shutdown.
     pub fn submit(&mut self, spec: TaskSpec, cg: CommandGroup) -> Result<TaskId> {
+        self.submit_then(spec, cg, |_| {})
+    }
+
+    /// [`submit`](Self::submit), calling `validated` once every check has passed and before the
+    /// task is announced to the delegate: the runtime registers what the task's instructions
+    /// will need (reduction operators) there, so that a refused submission registers nothing.
+    pub fn submit_then(
+        &mut self,
+        spec: TaskSpec,
+        cg: CommandGroup,
+        validated: impl FnOnce(&Task),
+    ) -> Result<TaskId> {
         self.check_running("submit")?;
         let tid = TaskId(self.next_tid);
         let task = self.build_command_group_task(tid, spec, cg)?;
         let deps = self.compute_dependencies(&task)?;
+        validated(&task);
         self.register(task, deps);
         self.num_user_command_groups += 1;
         if self.need_new_horizon() {
@@ -514,11 +527,7 @@ impl TaskManager {
             }
             geometry.granularity = g;
         }
-        if cg.hints.oversubscribe == 0 {
-            return Err(Error::invalid_argument(
-                "hint_oversubscribe: factor 0 (must be at least 1)",
-            ));
-        }
+        CommandGroup::check_oversubscribe(cg.hints.oversubscribe)?;
 
         let mut side_effects: SmallVec<[HostObjectId; 2]> = SmallVec::new();
         for &hoid in &cg.side_effects {
@@ -560,23 +569,12 @@ impl TaskManager {
                 )));
             }
             let buffer = self.buffer("reduction", red.bid)?;
-            let label = self.buffer_label(red.bid);
-            if buffer.range.size() != 1 {
-                return Err(Error::invalid_argument(format!(
-                    "reduction: buffer {label} has {} elements; a reduction needs a buffer of one element",
-                    buffer.range.size()
-                )));
-            }
-            if reductions.iter().any(|r| r.bid == red.bid) {
-                return Err(Error::invalid_argument(format!(
-                    "reduction: two reductions on buffer {label} in one command group"
-                )));
-            }
-            if accesses.iter().any(|a| a.bid == red.bid) {
-                return Err(Error::invalid_argument(format!(
-                    "reduction: buffer {label} is both accessed and reduced in one command group"
-                )));
-            }
+            CommandGroup::check_reduction(
+                self.buffer_label(red.bid),
+                buffer.range.size(),
+                reductions.iter().any(|r| r.bid == red.bid),
+                accesses.iter().any(|a| a.bid == red.bid),
+            )?;
             reductions.push(ReductionInfo {
                 rid: red.rid,
                 bid: red.bid,
