@@ -7,7 +7,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::boundary::{self, OutPtr};
-use super::buffer::{BufferHandle, celerity_buffer, lookup};
+use super::buffer::{celerity_buffer, lookup};
 use super::geometry::{celerity_chunk, celerity_subrange, check_dims, read_offset, read_range};
 use super::handle::{self, HandleKind, Registry};
 use super::host_object::{
@@ -27,9 +27,7 @@ use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{Id, Range, Subrange};
 use crate::runtime::Runtime;
-use crate::task::{
-    AccessMode, BufferLabel, Chunk, CommandGroup, HostTaskKind, RangeMapper, TaskSpec,
-};
+use crate::task::{AccessMode, Chunk, CommandGroup, HostTaskKind, RangeMapper, TaskSpec};
 use crate::types::ReductionId;
 use crate::user_objects::Reducer;
 
@@ -71,13 +69,6 @@ fn with_cg<T>(
 ) -> Result<T> {
     let state = GROUPS.get(handle::from_ptr(cg), "cg")?;
     with_runtime(|rt| f(rt, &mut state.lock()))
-}
-
-fn label(buffer: &BufferHandle) -> BufferLabel<'static> {
-    BufferLabel {
-        id: buffer.bid,
-        name: None,
-    }
 }
 
 /// A C pointer the runtime may use from its threads (user data of callbacks).
@@ -187,7 +178,10 @@ pub extern "C" fn celerity_cg_access(
         }
         // SAFETY: non-NULL, pointing to a celerity_range_mapper by the caller's contract.
         let mapper = range_mapper(unsafe { &*mapper })?;
-        mapper.validate_for_buffer(label(&buffer), buffer.dims, buffer.range)?;
+        with_runtime(|rt| {
+            let label = rt.task_manager().buffer_label(buffer.bid);
+            mapper.validate_for_buffer(label, buffer.dims, buffer.range)
+        })?;
         with_cg(cg, |rt, state| {
             let reduced = state.group.reductions.iter().any(|r| r.bid == buffer.bid);
             CommandGroup::check_access(rt.task_manager().buffer_label(buffer.bid), reduced)?;
