@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::access::{BufferAccess, BufferAccessMap};
-use super::command_group::{CommandGroup, TaskSpec};
+use super::access::{AccessMode, BufferAccess, BufferAccessMap};
+use super::command_group::{CommandGroup, ReductionRequest, TaskSpec};
 use super::graph::TaskGraph;
 use super::range_mapper::{BufferLabel, RangeMapper, fmt_box_dims};
 use super::recorder::{TaskRecord, TaskRecorder};
@@ -460,14 +460,43 @@ impl TaskManager {
         Ok(())
     }
 
-    /// Validates a command group and turns it into a task without dependencies.
+    /// Validates a command group and turns it into a task without dependencies: the task's
+    /// type and geometry from its spec, then its hints, side effects, accesses and reductions.
     fn build_command_group_task(
         &self,
         tid: TaskId,
         spec: TaskSpec,
         cg: CommandGroup,
     ) -> Result<Arc<Task>> {
-        let (ty, mut geometry, collective_group) = match spec {
+        let (ty, mut geometry, collective_group) = self.task_shape(spec)?;
+        let variable_split = matches!(ty, TaskType::DeviceCompute | TaskType::HostCompute);
+        if let Some(g) = cg.granularity {
+            geometry.granularity = checked_granularity(g, &geometry, variable_split)?;
+        }
+        CommandGroup::check_oversubscribe(cg.hints.oversubscribe)?;
+        let side_effects = self.checked_side_effects(ty, &cg.side_effects)?;
+        let accesses = self.checked_accesses(&geometry, cg.accesses)?;
+        let reductions = self.checked_reductions(ty, variable_split, &cg.reductions, &accesses)?;
+        Ok(Arc::new(Task {
+            id: tid,
+            ty,
+            epoch_action: None,
+            collective_group,
+            geometry,
+            access_map: BufferAccessMap::new(tid, accesses, geometry),
+            side_effects,
+            reductions,
+            hints: cg.hints,
+            name: cg.name.map(String::into_boxed_str),
+            payload: cg.payload,
+            dependencies: Dependencies::new(),
+            critical_path_length: 0,
+        }))
+    }
+
+    /// The type, geometry and collective group a spec asks for.
+    fn task_shape(&self, spec: TaskSpec) -> Result<(TaskType, TaskGeometry, CollectiveGroupId)> {
+        Ok(match spec {
             TaskSpec::DeviceKernel {
                 dims,
                 range,
@@ -509,28 +538,17 @@ impl TaskManager {
                     group,
                 )
             }
-        };
-        let variable_split = matches!(ty, TaskType::DeviceCompute | TaskType::HostCompute);
+        })
+    }
 
-        if let Some(g) = cg.granularity {
-            let divides = (0..3).all(|d| g[d] > 0 && geometry.global_size[d] % g[d] == 0);
-            if !variable_split && g != Range::ONE {
-                return Err(Error::invalid_argument(format!(
-                    "constrain_split: granularity {g:?} applies only to kernels and distributed host tasks"
-                )));
-            }
-            if !divides {
-                return Err(Error::invalid_argument(format!(
-                    "constrain_split: granularity {g:?} does not divide the range {:?}",
-                    geometry.global_size
-                )));
-            }
-            geometry.granularity = g;
-        }
-        CommandGroup::check_oversubscribe(cg.hints.oversubscribe)?;
-
+    /// The host objects of the side effects, each once; device kernels have none.
+    fn checked_side_effects(
+        &self,
+        ty: TaskType,
+        requested: &[HostObjectId],
+    ) -> Result<SmallVec<[HostObjectId; 2]>> {
         let mut side_effects: SmallVec<[HostObjectId; 2]> = SmallVec::new();
-        for &hoid in &cg.side_effects {
+        for &hoid in requested {
             if ty == TaskType::DeviceCompute {
                 return Err(Error::invalid_argument(format!(
                     "side_effect: {hoid} in a device kernel (side effects need a host task)"
@@ -541,9 +559,17 @@ impl TaskManager {
                 side_effects.push(hoid);
             }
         }
+        Ok(side_effects)
+    }
 
-        let mut accesses: SmallVec<[BufferAccess; 2]> = SmallVec::with_capacity(cg.accesses.len());
-        for (bid, mode, mapper) in cg.accesses {
+    /// The accesses with their buffers' shapes, each mapper checked against its buffer.
+    fn checked_accesses(
+        &self,
+        geometry: &TaskGeometry,
+        requested: SmallVec<[(BufferId, AccessMode, RangeMapper); 2]>,
+    ) -> Result<SmallVec<[BufferAccess; 2]>> {
+        let mut accesses: SmallVec<[BufferAccess; 2]> = SmallVec::with_capacity(requested.len());
+        for (bid, mode, mapper) in requested {
             let buffer = self.buffer("access", bid)?;
             mapper.validate(
                 geometry.dims,
@@ -559,9 +585,19 @@ impl TaskManager {
                 buffer_range: buffer.range,
             });
         }
+        Ok(accesses)
+    }
 
+    /// The reductions, checked against the task type, their buffers and the group's accesses.
+    fn checked_reductions(
+        &self,
+        ty: TaskType,
+        variable_split: bool,
+        requested: &[ReductionRequest],
+        accesses: &[BufferAccess],
+    ) -> Result<SmallVec<[ReductionInfo; 1]>> {
         let mut reductions: SmallVec<[ReductionInfo; 1]> = SmallVec::new();
-        for red in &cg.reductions {
+        for red in requested {
             if !variable_split {
                 return Err(Error::invalid_argument(format!(
                     "reduction: a {} cannot reduce (only kernels and distributed host tasks can)",
@@ -581,22 +617,7 @@ impl TaskManager {
                 init_from_buffer: !red.initialize_to_identity,
             });
         }
-
-        Ok(Arc::new(Task {
-            id: tid,
-            ty,
-            epoch_action: None,
-            collective_group,
-            geometry,
-            access_map: BufferAccessMap::new(tid, accesses, geometry),
-            side_effects,
-            reductions,
-            hints: cg.hints,
-            name: cg.name.map(String::into_boxed_str),
-            payload: cg.payload,
-            dependencies: Dependencies::new(),
-            critical_path_length: 0,
-        }))
+        Ok(reductions)
     }
 
     /// Computes the dependencies of a new task (data flow, side effects, collective groups,
@@ -627,8 +648,31 @@ impl TaskManager {
             buffers.push((red.bid, consumed, &scalar));
         }
 
-        // 1. true dependencies on the last writers of what is consumed (no changes yet)
-        for (bid, consumed, _) in &buffers {
+        self.add_true_dependencies(task, &buffers, &mut deps)?;
+        self.add_anti_dependencies(tid, &buffers, &mut deps);
+        self.add_serialization_dependencies(task, &mut deps);
+
+        // 5. anchor on the current epoch
+        if !deps.has_true_dependency() {
+            deps.add(
+                &self.graph,
+                self.epoch_for_new_tasks,
+                DependencyKind::True,
+                DependencyOrigin::LastEpoch,
+            );
+        }
+        Ok(deps)
+    }
+
+    /// Step 1: true dependencies on the last writers of what is consumed (no changes yet, so a
+    /// refused uninitialised read leaves the state as it was).
+    fn add_true_dependencies(
+        &self,
+        task: &Task,
+        buffers: &[(BufferId, &Region, &Region)],
+        deps: &mut DepsBuilder,
+    ) -> Result<()> {
+        for (bid, consumed, _) in buffers {
             if consumed.is_empty() {
                 continue;
             }
@@ -652,9 +696,18 @@ impl TaskManager {
                 tracing::warn!("{message}");
             }
         }
+        Ok(())
+    }
 
-        // 2. anti-dependencies on the readers of what is overwritten; new last writers
-        for (bid, _, produced) in &buffers {
+    /// Step 2: anti-dependencies on the readers of what is overwritten (or on the previous
+    /// writer when nobody read in between); the task becomes the last writer.
+    fn add_anti_dependencies(
+        &mut self,
+        tid: TaskId,
+        buffers: &[(BufferId, &Region, &Region)],
+        deps: &mut DepsBuilder,
+    ) {
+        for (bid, _, produced) in buffers {
             if produced.is_empty() {
                 continue;
             }
@@ -668,45 +721,15 @@ impl TaskManager {
                 });
             let produced_bounds = produced.bounding_box();
             for w in writers {
-                let mut has_anti_dependents = false;
-                for &dependent in self.graph.dependents(w) {
-                    let reader = self.graph.get(dependent).expect("live dependent");
-                    // bounding boxes first: most dependents read elsewhere or not at all
-                    let reader_map = reader.access_map();
-                    if !reader_map
-                        .task_consumed_bounds(*bid)
-                        .intersects(&produced_bounds)
-                    {
-                        continue;
-                    }
-                    if reader
-                        .access_map()
-                        .task_consumed_region(*bid)
-                        .intersects(produced)
-                    {
-                        deps.add(
-                            &self.graph,
-                            dependent,
-                            DependencyKind::Anti,
-                            DependencyOrigin::Dataflow,
-                        );
-                        has_anti_dependents = true;
-                    }
-                }
-                if !has_anti_dependents {
-                    // no reader in between: order the writes (a no-op if there is a true edge)
-                    deps.add(
-                        &self.graph,
-                        w,
-                        DependencyKind::Anti,
-                        DependencyOrigin::Dataflow,
-                    );
-                }
+                add_anti_dependencies_after(&self.graph, w, *bid, produced, &produced_bounds, deps);
             }
             buffer.last_writers.update_region(produced, Some(tid));
         }
+    }
 
-        // 3. side effects: serialise per host object
+    /// Steps 3 and 4: serialise per host object and per collective group.
+    fn add_serialization_dependencies(&mut self, task: &Task, deps: &mut DepsBuilder) {
+        let tid = task.id;
         for hoid in &task.side_effects {
             let last = self
                 .host_objects
@@ -721,29 +744,16 @@ impl TaskManager {
                 );
             }
         }
-
-        // 4. collective groups: serialise per group
-        if task.collective_group != CollectiveGroupId::NONE {
-            if let Some(prev) = self.last_collective.insert(task.collective_group, tid) {
-                deps.add(
-                    &self.graph,
-                    prev,
-                    DependencyKind::True,
-                    DependencyOrigin::CollectiveGroupSerialization,
-                );
-            }
-        }
-
-        // 5. anchor on the current epoch
-        if !deps.has_true_dependency() {
+        if task.collective_group != CollectiveGroupId::NONE
+            && let Some(prev) = self.last_collective.insert(task.collective_group, tid)
+        {
             deps.add(
                 &self.graph,
-                self.epoch_for_new_tasks,
+                prev,
                 DependencyKind::True,
-                DependencyOrigin::LastEpoch,
+                DependencyOrigin::CollectiveGroupSerialization,
             );
         }
-        Ok(deps)
     }
 
     fn uninitialized_read_message(&self, task: &Task, bid: BufferId, region: Region) -> String {
@@ -856,6 +866,61 @@ impl TaskManager {
 }
 
 /// Checks a submitted iteration space.
+/// Anti-dependencies of a task overwriting `produced` of `bid` on the readers of writer `w`'s
+/// data there, or on `w` itself when nobody read it in between (which orders the writes; a
+/// no-op if there is a true edge).
+fn add_anti_dependencies_after(
+    graph: &TaskGraph,
+    w: TaskId,
+    bid: BufferId,
+    produced: &Region,
+    produced_bounds: &GridBox,
+    deps: &mut DepsBuilder,
+) {
+    let mut has_anti_dependents = false;
+    for &dependent in graph.dependents(w) {
+        let reader = graph.get(dependent).expect("live dependent");
+        // bounding boxes first: most dependents read elsewhere or not at all
+        let reader_map = reader.access_map();
+        if !reader_map
+            .task_consumed_bounds(bid)
+            .intersects(produced_bounds)
+        {
+            continue;
+        }
+        if reader_map.task_consumed_region(bid).intersects(produced) {
+            deps.add(
+                graph,
+                dependent,
+                DependencyKind::Anti,
+                DependencyOrigin::Dataflow,
+            );
+            has_anti_dependents = true;
+        }
+    }
+    if !has_anti_dependents {
+        deps.add(graph, w, DependencyKind::Anti, DependencyOrigin::Dataflow);
+    }
+}
+
+/// A split granularity `g` for a task of `geometry`: only kernels and distributed host tasks
+/// (`variable_split`) take one other than 1, and it must divide the range.
+fn checked_granularity(g: Range, geometry: &TaskGeometry, variable_split: bool) -> Result<Range> {
+    let divides = (0..3).all(|d| g[d] > 0 && geometry.global_size[d] % g[d] == 0);
+    if !variable_split && g != Range::ONE {
+        return Err(Error::invalid_argument(format!(
+            "constrain_split: granularity {g:?} applies only to kernels and distributed host tasks"
+        )));
+    }
+    if !divides {
+        return Err(Error::invalid_argument(format!(
+            "constrain_split: granularity {g:?} does not divide the range {:?}",
+            geometry.global_size
+        )));
+    }
+    Ok(g)
+}
+
 fn checked_geometry(dims: usize, range: Range, offset: Id) -> Result<TaskGeometry> {
     if dims > 3 {
         return Err(Error::invalid_argument(format!(
