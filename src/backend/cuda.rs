@@ -1,4 +1,4 @@
-//! The CUDA backend (cudarc, driver API, loaded at run time; digest 6.6).
+//! The CUDA backend (cudarc, driver API, loaded at run time; C++ Celerity: `backend/backend.h`).
 //!
 //! The library is built without the CUDA toolkit and runs with or without a GPU: the driver
 //! (`libcuda.so`) is loaded on first use, and its absence is an `Unsupported` error, not a crash.

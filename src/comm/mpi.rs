@@ -1,4 +1,4 @@
-//! The MPI communicator (rsmpi; digest 6.5).
+//! The MPI communicator (rsmpi; C++ Celerity: `mpi_communicator.cc`).
 //!
 //! * The runtime initialises MPI with `MPI_THREAD_MULTIPLE` unless the program already did
 //!   (collective host tasks call MPI on lane threads), and finalises it only if it initialised it.

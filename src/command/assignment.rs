@@ -1,6 +1,7 @@
 //! Splitting a task into chunks, assigning them to nodes, and the buffer requirements of every
-//! chunk (digest 4.2). Every node computes the same split and assignment, and the requirements of
-//! the chunks of all other nodes too: that is how it knows what to push without asking.
+//! chunk (C++ Celerity: `command_graph_generator.cc`). Every node computes the same split and
+//! assignment, and the requirements of the chunks of all other nodes too: that is how it knows what
+//! to push without asking.
 
 use smallvec::SmallVec;
 

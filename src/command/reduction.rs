@@ -1,4 +1,5 @@
-//! Resolving pending reductions across nodes (digest 4.6).
+//! Resolving pending reductions across nodes (C++ Celerity: `command_graph_generator.cc`,
+//! `resolve_pending_reductions`).
 //!
 //! A reduction split over several nodes leaves a partial result on every participating node.
 //! When a later task reads the buffer (or reduces into it again), each node that holds a partial

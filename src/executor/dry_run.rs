@@ -1,7 +1,7 @@
-//! The dry-run executor (`dry_run_nodes=N`, digest 6.7): the runtime builds every graph for node 0
-//! of N nodes but executes nothing. Epochs and horizons are reported (so pruning and `wait` work),
-//! fences are fulfilled without data (with a warning) and owned host objects are destroyed at
-//! their last use; everything else is dropped.
+//! The dry-run executor (`dry_run_nodes=N`; C++ Celerity: `dry_run_executor.cc`): the runtime
+//! builds every graph for node 0 of N nodes but executes nothing. Epochs and horizons are reported
+//! (so pruning and `wait` work), fences are fulfilled without data (with a warning) and owned host
+//! objects are destroyed at their last use; everything else is dropped.
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! Out-of-order engine behaviour (digest 9.3 item 23 and Celerity's engine tests).
+//! Out-of-order engine behaviour (Celerity's `out_of_order_engine_tests.cc`).
 
 use smallvec::SmallVec;
 

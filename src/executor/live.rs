@@ -1,5 +1,5 @@
 //! The live executor: runs a node's instruction graph on a backend and a communicator
-//! (digest 6.3).
+//! (C++ Celerity: `live_executor.cc`).
 //!
 //! Protocol: the scheduler thread hands over topologically sorted instruction batches with their
 //! pilots ([`ExecutorMessage::Submit`]); the runtime registers user memory, host-object

@@ -1,4 +1,4 @@
-//! Receive arbiter behaviour (digest 9.3 item 24) over the in-process fabric.
+//! Receive arbiter behaviour (Celerity's `receive_arbiter_tests.cc`) over the in-process fabric.
 
 use super::receive_arbiter::ReceiveArbiter;
 use crate::backend::event::AsyncEvent;

@@ -1,4 +1,5 @@
-//! Compiling an execution command (digest 5.6) and anticipating its allocations (digest 1.3).
+//! Compiling an execution command and anticipating its allocations (C++
+//! Celerity: `instruction_graph_generator.cc`, `compile_execution_command` and `anticipate`).
 //!
 //! 1. The first host task of a collective group clones the root group's communicator, ordered
 //!    after the root group's previous collective operation.

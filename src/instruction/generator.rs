@@ -1,4 +1,5 @@
-//! [`InstructionGraphGenerator`]: compiles the commands of one node into instructions (digest 5).
+//! [`InstructionGraphGenerator`]: compiles the commands of one node into instructions (C++
+//! Celerity: `instruction_graph_generator.cc`).
 //!
 //! # Protocol
 //!

@@ -1,4 +1,4 @@
-//! The instructions of a node's instruction graph (digest 5.2).
+//! The instructions of a node's instruction graph (C++ Celerity: `instruction_graph.h`).
 //!
 //! An [`Instruction`] is immutable once its batch leaves the generator. It names its predecessors
 //! by id only (never by pointer), so batches can cross threads and older instructions can be

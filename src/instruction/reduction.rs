@@ -1,4 +1,4 @@
-//! Local and global reductions (digest 5.10).
+//! Local and global reductions (C++ Celerity: `instruction_graph_generator.cc`).
 //!
 //! *Local*: the inputs are the task's local chunks plus, when this node is the reduction
 //! initialiser and the reduction keeps the buffer's value, that current value. With one input the

@@ -1,7 +1,7 @@
 //! The runtime: owns the task manager, the scheduler thread and the executor thread, and is used
 //! from the application thread only (the C ABI checks the thread).
 //!
-//! Protocol (digest 1.1, 6.8):
+//! Protocol (C++ Celerity: `runtime.cc`, its data flow and shutdown):
 //! * Every submission builds its task on the application thread; the task manager hands each
 //!   created task (with horizons and epochs) to the scheduler thread, which builds commands and
 //!   instructions and passes them to the executor thread.

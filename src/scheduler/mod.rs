@@ -1,5 +1,5 @@
 //! The scheduler thread: turns tasks into this node's commands and instructions and hands
-//! instruction batches to the executor (digest 1.2, 1.3).
+//! instruction batches to the executor (C++ Celerity: `scheduler.cc`).
 //!
 //! Protocol: the application thread sends [`SchedulerEvent`]s in program order. Buffer and
 //! host-object *creation* reach both generators at once, out of order with the lookahead queue,

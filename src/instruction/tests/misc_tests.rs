@@ -1,5 +1,5 @@
 //! Trivial graphs, side effects, collective groups, fences, horizons, epochs, error policies and
-//! splitting (Celerity's `instruction_graph_misc_tests.cc`, digest 9.3 item 16).
+//! splitting (Celerity's `instruction_graph_misc_tests.cc`).
 
 use super::*;
 use crate::task::RangeMapper;

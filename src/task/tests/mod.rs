@@ -1,8 +1,8 @@
 //! Task graph tests: no threads, no MPI. They build graphs through the [`TaskManager`] and assert
 //! exact edges, kinds and origins through the live graph and the recorder.
 //!
-//! `celerity_cases` rewrites the cases of Celerity's `test/task_graph_tests.cc`;
-//! `horizon_tests` covers horizons, epochs and pruning (digest 9.3 items 6-7);
+//! `celerity_cases` rewrites the cases of Celerity's `test/task_graph_tests.cc`; `horizon_tests`
+//! covers horizons, epochs and pruning (Celerity's `task_graph_tests.cc`, horizon and epoch cases);
 //! `validation_tests` covers the bad-input list of API.md and the error policies.
 
 mod celerity_cases;
@@ -197,7 +197,7 @@ pub(super) fn dw_all(bid: BufferId) -> CommandGroup {
 
 #[test]
 fn read_after_write_is_a_single_true_edge() {
-    // digest 9.3 item 5: a read/write task has a single true edge to its previous writer
+    // `task_graph_tests.cc`: a read/write task has a single true edge to its previous writer
     let mut ctx = Ctx::new();
     let buf = ctx.buffer(&[128], false);
     let a = ctx.master(dw_all(buf));
