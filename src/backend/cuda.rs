@@ -382,12 +382,14 @@ impl Backend for CudaBackend {
                 )));
             }
             make_current(context)?;
-            // SAFETY: the address came from the matching allocation call and is no longer used.
             if memory == MemoryId::HOST {
+                // SAFETY: the address came from the matching allocation call and is no longer
+                // used.
                 check("cuMemFreeHost", unsafe {
                     sys::cuMemFreeHost(address as *mut c_void)
                 })?;
             } else {
+                // SAFETY: as above, for device memory.
                 check("cuMemFree", unsafe {
                     sys::cuMemFree_v2(address as sys::CUdeviceptr)
                 })?;

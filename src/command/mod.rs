@@ -35,7 +35,7 @@
 
 pub mod assignment;
 mod buffer_state;
-#[allow(clippy::module_inception)]
+#[expect(clippy::module_inception)]
 mod command;
 mod diagnostics;
 mod generator;

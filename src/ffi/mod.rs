@@ -9,11 +9,10 @@
 //!
 //! Items here are named exactly as C sees them (cbindgen copies names and doc comments into
 //! `include/celerity.h`), hence the non-Rust casing.
-#![allow(non_camel_case_types)]
+#![expect(non_camel_case_types)]
 // Exported functions take raw pointers from C by design; their validity is the C caller's
 // contract (documented per function), and each dereference carries a SAFETY comment.
-#![allow(clippy::not_unsafe_ptr_arg_deref)]
-#![deny(missing_docs)]
+#![expect(clippy::not_unsafe_ptr_arg_deref)]
 
 pub(crate) mod boundary;
 pub mod buffer;

@@ -59,6 +59,7 @@ impl InstructionGraphGenerator {
 
     /// An `alloc` of `new_box` (anchored on the last epoch) and a copy of what is still up to
     /// date on `mid` from every replaced allocation it overlaps.
+    #[inline]
     fn allocate_with_resize_copies(
         &mut self,
         bid: BufferId,
@@ -253,6 +254,7 @@ impl InstructionGraphGenerator {
 /// allocation they overlap, transitively, into disjoint bounding boxes. Returns the allocations
 /// this replaces (removed from `memory`; their data is copied over, then they are freed) and the
 /// boxes to allocate. Untouched allocations are disjoint from the result and stay verbatim.
+#[inline]
 fn plan_grown_allocations(
     memory: &mut BufferMemory,
     mut required: BoxVec,

@@ -13,7 +13,7 @@ pub mod coherence;
 mod emitter;
 pub mod execution;
 pub mod generator;
-#[allow(clippy::module_inception)]
+#[expect(clippy::module_inception)]
 pub mod instruction;
 pub mod push;
 pub mod receive;

@@ -275,7 +275,7 @@ fn create_gather_copy(
 
 /// Reduces `num_values` gathered values into the host allocation of the buffer's scalar (the
 /// new original writer), then frees the gather allocation.
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments)]
 fn create_reduce_and_free(
     em: &mut Emitter,
     buffer: &mut BufferState,

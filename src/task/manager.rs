@@ -508,6 +508,7 @@ impl TaskManager {
 
     /// Step 1: true dependencies on the last writers of what is consumed (no changes yet, so a
     /// refused uninitialised read leaves the state as it was).
+    #[inline]
     fn add_true_dependencies(
         &self,
         task: &Task,
@@ -543,6 +544,7 @@ impl TaskManager {
 
     /// Step 2: anti-dependencies on the readers of what is overwritten (or on the previous
     /// writer when nobody read in between); the task becomes the last writer.
+    #[inline]
     fn add_anti_dependencies(
         &mut self,
         tid: TaskId,
@@ -570,6 +572,7 @@ impl TaskManager {
     }
 
     /// Steps 3 and 4: serialise per host object and per collective group.
+    #[inline]
     fn add_serialization_dependencies(&mut self, task: &Task, deps: &mut DepsBuilder) {
         let tid = task.id;
         for hoid in &task.side_effects {
@@ -711,6 +714,7 @@ impl TaskManager {
 /// Anti-dependencies of a task overwriting `produced` of `bid` on the readers of writer `w`'s
 /// data there, or on `w` itself when nobody read it in between (which orders the writes; a
 /// no-op if there is a true edge).
+#[inline]
 fn add_anti_dependencies_after(
     graph: &TaskGraph,
     w: TaskId,

@@ -434,7 +434,6 @@ pub(crate) fn mem(i: u64) -> MemoryId {
 
 impl Ctx {
     /// The recorded graph, one line per instruction (for assertion messages).
-    #[allow(dead_code)]
     pub fn dump(&self) -> String {
         let mut s = String::new();
         for r in self.all() {

@@ -52,6 +52,7 @@ impl TaskManager {
     }
 
     /// The type, geometry and collective group a spec asks for.
+    #[inline]
     fn task_shape(&self, spec: TaskSpec) -> Result<(TaskType, TaskGeometry, CollectiveGroupId)> {
         Ok(match spec {
             TaskSpec::DeviceKernel {
@@ -99,6 +100,7 @@ impl TaskManager {
     }
 
     /// The host objects of the side effects, each once; device kernels have none.
+    #[inline]
     fn checked_side_effects(
         &self,
         ty: TaskType,
@@ -120,6 +122,7 @@ impl TaskManager {
     }
 
     /// The accesses with their buffers' shapes, each mapper checked against its buffer.
+    #[inline]
     fn checked_accesses(
         &self,
         geometry: &TaskGeometry,
@@ -146,6 +149,7 @@ impl TaskManager {
     }
 
     /// The reductions, checked against the task type, their buffers and the group's accesses.
+    #[inline]
     fn checked_reductions(
         &self,
         ty: TaskType,
@@ -180,6 +184,7 @@ impl TaskManager {
 
 /// A split granularity `g` for a task of `geometry`: only kernels and distributed host tasks
 /// (`variable_split`) take one other than 1, and it must divide the range.
+#[inline]
 fn checked_granularity(g: Range, geometry: &TaskGeometry, variable_split: bool) -> Result<Range> {
     let divides = (0..3).all(|d| g[d] > 0 && geometry.global_size[d] % g[d] == 0);
     if !variable_split && g != Range::ONE {
