@@ -90,6 +90,37 @@ typedef struct celerity_host_object celerity_host_object;
 typedef uint32_t celerity_status;
 
 /**
+ * Which backend runs a kernel (`celerity_runtime_info.backend`, `celerity_kernel_context.backend`).
+ */
+typedef uint32_t celerity_backend;
+
+/**
+ * What `celerity_runtime_get_info` reports.
+ */
+typedef struct celerity_runtime_info {
+    /**
+     * This process's rank (node id).
+     */
+    uint32_t node;
+    /**
+     * Number of processes, or of simulated nodes in a dry run.
+     */
+    uint32_t num_nodes;
+    /**
+     * Local devices in use.
+     */
+    uint32_t num_devices;
+    /**
+     * Which backend runs kernels.
+     */
+    celerity_backend backend;
+    /**
+     * Whether this is a dry run (`dry_run_nodes`): nothing is executed.
+     */
+    bool dry_run;
+} celerity_runtime_info;
+
+/**
  * How a kernel accesses a buffer.
  */
 typedef uint32_t celerity_access_mode;
@@ -225,11 +256,6 @@ typedef struct celerity_reduction_op {
 } celerity_reduction_op;
 
 /**
- * Which backend runs a kernel (`celerity_runtime_info.backend`, `celerity_kernel_context.backend`).
- */
-typedef uint32_t celerity_backend;
-
-/**
  * One buffer access of a kernel chunk, resolved to memory. Element `(i0, i1, i2)` lives at
  * `base + (((i0 - allocation.offset[0]) * allocation.range[1] + (i1 - allocation.offset[1]))
  * * allocation.range[2] + (i2 - allocation.offset[2])) * elem_size`; see
@@ -341,100 +367,54 @@ typedef uint32_t celerity_host_task_kind;
 typedef uint32_t celerity_lookahead;
 
 /**
- * What `celerity_runtime_get_info` reports.
+ * Success.
  */
-typedef struct celerity_runtime_info {
-    /**
-     * This process's rank (node id).
-     */
-    uint32_t node;
-    /**
-     * Number of processes, or of simulated nodes in a dry run.
-     */
-    uint32_t num_nodes;
-    /**
-     * Local devices in use.
-     */
-    uint32_t num_devices;
-    /**
-     * Which backend runs kernels.
-     */
-    celerity_backend backend;
-    /**
-     * Whether this is a dry run (`dry_run_nodes`): nothing is executed.
-     */
-    bool dry_run;
-} celerity_runtime_info;
+#define CELERITY_OK 0
 
 /**
- * Read only.
+ * NULL handle or out-pointer, bad dimensions, subrange outside the buffer, bad enum value, ...
  */
-#define CELERITY_ACCESS_READ 0
+#define CELERITY_ERROR_INVALID_ARGUMENT 1
 
 /**
- * Write; elements not written keep their values.
+ * Not initialised, already shut down, wrong thread, released or forged handle.
  */
-#define CELERITY_ACCESS_WRITE 1
+#define CELERITY_ERROR_INVALID_STATE 2
 
 /**
- * Read and write.
+ * Feature absent in this build or on this system.
  */
-#define CELERITY_ACCESS_READ_WRITE 2
+#define CELERITY_ERROR_UNSUPPORTED 3
 
 /**
- * Write; the previous contents of the accessed region are not needed (no_init).
+ * A host or device allocation failed.
  */
-#define CELERITY_ACCESS_DISCARD_WRITE 3
+#define CELERITY_ERROR_OUT_OF_MEMORY 4
 
 /**
- * Read and write; the previous contents of the accessed region are not needed.
+ * CUDA reported an error.
  */
-#define CELERITY_ACCESS_DISCARD_READ_WRITE 4
+#define CELERITY_ERROR_DEVICE 5
 
 /**
- * Compile every command at once.
+ * MPI reported an error or a peer was lost.
  */
-#define CELERITY_LOOKAHEAD_NONE 0
+#define CELERITY_ERROR_COMMUNICATION 6
 
 /**
- * Hold back allocating commands until two horizons have passed (default).
+ * Uninitialised read or overlapping write under policy "error".
  */
-#define CELERITY_LOOKAHEAD_AUTO 1
+#define CELERITY_ERROR_ACCESS_PATTERN 7
 
 /**
- * Hold back until a fence, wait, barrier or flush.
+ * A kernel or host task returned non-zero.
  */
-#define CELERITY_LOOKAHEAD_INFINITE 2
+#define CELERITY_ERROR_TASK_FAILED 8
 
 /**
- * Host memory and emulated host devices (`devices=host:N`).
+ * A bug in celerity: a caught panic or a broken invariant.
  */
-#define CELERITY_BACKEND_HOST 0
-
-/**
- * CUDA devices.
- */
-#define CELERITY_BACKEND_CUDA 1
-
-/**
- * Once, on node 0.
- */
-#define CELERITY_HOST_TASK_ON_MASTER_NODE 0
-
-/**
- * Once, on one node chosen by the runtime.
- */
-#define CELERITY_HOST_TASK_ONCE 1
-
-/**
- * Over `range`, split across nodes like a kernel.
- */
-#define CELERITY_HOST_TASK_DISTRIBUTED 2
-
-/**
- * One chunk on every node, serialised per collective group.
- */
-#define CELERITY_HOST_TASK_COLLECTIVE 3
+#define CELERITY_ERROR_INTERNAL 9
 
 /**
  * Chunk → the same subrange (kernel and buffer dimensions must agree).
@@ -528,58 +508,171 @@ typedef struct celerity_runtime_info {
 #define CELERITY_TYPE_F64 5
 
 /**
- * Success.
+ * Read only.
  */
-#define CELERITY_OK 0
+#define CELERITY_ACCESS_READ 0
 
 /**
- * NULL handle or out-pointer, bad dimensions, subrange outside the buffer, bad enum value, ...
+ * Write; elements not written keep their values.
  */
-#define CELERITY_ERROR_INVALID_ARGUMENT 1
+#define CELERITY_ACCESS_WRITE 1
 
 /**
- * Not initialised, already shut down, wrong thread, released or forged handle.
+ * Read and write.
  */
-#define CELERITY_ERROR_INVALID_STATE 2
+#define CELERITY_ACCESS_READ_WRITE 2
 
 /**
- * Feature absent in this build or on this system.
+ * Write; the previous contents of the accessed region are not needed (no_init).
  */
-#define CELERITY_ERROR_UNSUPPORTED 3
+#define CELERITY_ACCESS_DISCARD_WRITE 3
 
 /**
- * A host or device allocation failed.
+ * Read and write; the previous contents of the accessed region are not needed.
  */
-#define CELERITY_ERROR_OUT_OF_MEMORY 4
+#define CELERITY_ACCESS_DISCARD_READ_WRITE 4
 
 /**
- * CUDA reported an error.
+ * Host memory and emulated host devices (`devices=host:N`).
  */
-#define CELERITY_ERROR_DEVICE 5
+#define CELERITY_BACKEND_HOST 0
 
 /**
- * MPI reported an error or a peer was lost.
+ * CUDA devices.
  */
-#define CELERITY_ERROR_COMMUNICATION 6
+#define CELERITY_BACKEND_CUDA 1
 
 /**
- * Uninitialised read or overlapping write under policy "error".
+ * Once, on node 0.
  */
-#define CELERITY_ERROR_ACCESS_PATTERN 7
+#define CELERITY_HOST_TASK_ON_MASTER_NODE 0
 
 /**
- * A kernel or host task returned non-zero.
+ * Once, on one node chosen by the runtime.
  */
-#define CELERITY_ERROR_TASK_FAILED 8
+#define CELERITY_HOST_TASK_ONCE 1
 
 /**
- * A bug in celerity: a caught panic or a broken invariant.
+ * Over `range`, split across nodes like a kernel.
  */
-#define CELERITY_ERROR_INTERNAL 9
+#define CELERITY_HOST_TASK_DISTRIBUTED 2
+
+/**
+ * One chunk on every node, serialised per collective group.
+ */
+#define CELERITY_HOST_TASK_COLLECTIVE 3
+
+/**
+ * Compile every command at once.
+ */
+#define CELERITY_LOOKAHEAD_NONE 0
+
+/**
+ * Hold back allocating commands until two horizons have passed (default).
+ */
+#define CELERITY_LOOKAHEAD_AUTO 1
+
+/**
+ * Hold back until a fence, wait, barrier or flush.
+ */
+#define CELERITY_LOOKAHEAD_INFINITE 2
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * The name of status `s` (e.g. `"CELERITY_ERROR_INVALID_ARGUMENT"`), or
+ * `"CELERITY_UNKNOWN_STATUS"` for a value that is not a status.
+ *
+ * Ownership: the string is static; never free it. Thread: any thread. Never NULL.
+ */
+const char *celerity_status_string(celerity_status s);
+
+/**
+ * The message of the last failing celerity call on the calling thread, naming the function,
+ * the offending argument and its value; `""` when the last call succeeded.
+ *
+ * Ownership: owned by the library; valid until the next celerity call on this thread.
+ * Thread: any thread (each thread has its own message). Never NULL.
+ */
+const char *celerity_last_error_message(void);
+
+/**
+ * The library version, `"MAJOR.MINOR.PATCH"` (equal to `CELERITY_VERSION_STRING` of the
+ * header the library was built with).
+ *
+ * Ownership: static; never free it. Thread: any thread. Never NULL.
+ */
+const char *celerity_version_string(void);
+
+/**
+ * The ABI version of the loaded library; equals `CELERITY_ABI_VERSION` when the program was
+ * compiled against the matching header.
+ *
+ * Thread: any thread.
+ */
+uint32_t celerity_abi_version(void);
+
+/**
+ * Starts the runtime: reads the configuration (`cfg`, which wins, then `CELERITY_*` environment
+ * variables), initialises MPI when started by an MPI launcher (with `MPI_THREAD_MULTIPLE`,
+ * unless the program did), selects devices, starts the scheduler and executor threads. The
+ * calling thread becomes the runtime's thread. `argc`/`argv` may be NULL; they are not modified.
+ *
+ * Errors: a second init, or init after shutdown → `CELERITY_ERROR_INVALID_STATE`; a malformed
+ * environment variable → `CELERITY_ERROR_INVALID_ARGUMENT`; `devices=cuda` without a usable CUDA
+ * driver → `CELERITY_ERROR_UNSUPPORTED`; MPI failures → `CELERITY_ERROR_COMMUNICATION`.
+ */
+celerity_status celerity_runtime_init(int *argc, char ***argv, const struct celerity_config *cfg);
+
+/**
+ * Shuts the runtime down: waits for all submitted work, releases buffers and host objects the
+ * program did not release (destroying owned instances, running drop callbacks), stops the
+ * threads, frees everything and finalises MPI if the runtime initialised it. Idempotent: a second
+ * call returns `CELERITY_OK`. Reports an asynchronous failure no earlier call reported.
+ *
+ * Errors: before init or from another thread → `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_runtime_shutdown(void);
+
+/**
+ * Writes node, node count, device count, backend and dry-run flag to `*out`.
+ *
+ * Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; not running or another thread →
+ * `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_runtime_get_info(struct celerity_runtime_info *out);
+
+/**
+ * Creates an empty configuration: every key takes its value from the environment or its
+ * default (see the configuration table in the README).
+ *
+ * Ownership: the caller owns `*out` and frees it with `celerity_config_destroy`.
+ * Thread: any thread. Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`.
+ */
+celerity_status celerity_config_create(struct celerity_config **out);
+
+/**
+ * Sets configuration `key` to `value` (both NUL-terminated strings, copied). A key set here
+ * wins over its `CELERITY_*` environment variable.
+ *
+ * Thread: any thread. Errors: `cfg`, `key` or `value` NULL, an unknown key or a malformed
+ * value → `CELERITY_ERROR_INVALID_ARGUMENT` (the message lists the valid choices; the
+ * configuration is unchanged); a destroyed or forged `cfg` → `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_config_set(struct celerity_config *cfg,
+                                    const char *key,
+                                    const char *value);
+
+/**
+ * Frees a configuration. NULL is accepted and ignored. Destroying a configuration twice is
+ * reported through `celerity_last_error_message` (status `CELERITY_ERROR_INVALID_STATE`) and
+ * otherwise ignored.
+ *
+ * Thread: any thread.
+ */
+void celerity_config_destroy(struct celerity_config *cfg);
 
 /**
  * Creates a buffer of `dims` (0 to 3) dimensions and extent `range` (entries beyond `dims` must
@@ -741,36 +834,6 @@ celerity_status celerity_submit_host_task(struct celerity_cg *cg,
                                           celerity_drop_fn drop);
 
 /**
- * Creates an empty configuration: every key takes its value from the environment or its
- * default (see the configuration table in the README).
- *
- * Ownership: the caller owns `*out` and frees it with `celerity_config_destroy`.
- * Thread: any thread. Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`.
- */
-celerity_status celerity_config_create(struct celerity_config **out);
-
-/**
- * Sets configuration `key` to `value` (both NUL-terminated strings, copied). A key set here
- * wins over its `CELERITY_*` environment variable.
- *
- * Thread: any thread. Errors: `cfg`, `key` or `value` NULL, an unknown key or a malformed
- * value → `CELERITY_ERROR_INVALID_ARGUMENT` (the message lists the valid choices; the
- * configuration is unchanged); a destroyed or forged `cfg` → `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_config_set(struct celerity_config *cfg,
-                                    const char *key,
-                                    const char *value);
-
-/**
- * Frees a configuration. NULL is accepted and ignored. Destroying a configuration twice is
- * reported through `celerity_last_error_message` (status `CELERITY_ERROR_INVALID_STATE`) and
- * otherwise ignored.
- *
- * Thread: any thread.
- */
-void celerity_config_destroy(struct celerity_config *cfg);
-
-/**
  * Fences `region` of `buf` (NULL: the whole buffer): once the future is ready, `dest` holds the
  * region as it is after every task submitted before, as dense row-major elements (each node
  * receives the full region). `dest` must stay valid until then.
@@ -874,69 +937,6 @@ celerity_status celerity_collective_group_create(struct celerity_collective_grou
  * Errors: released or forged handle → `CELERITY_ERROR_INVALID_STATE`.
  */
 celerity_status celerity_collective_group_release(struct celerity_collective_group *group);
-
-/**
- * Starts the runtime: reads the configuration (`cfg`, which wins, then `CELERITY_*` environment
- * variables), initialises MPI when started by an MPI launcher (with `MPI_THREAD_MULTIPLE`,
- * unless the program did), selects devices, starts the scheduler and executor threads. The
- * calling thread becomes the runtime's thread. `argc`/`argv` may be NULL; they are not modified.
- *
- * Errors: a second init, or init after shutdown → `CELERITY_ERROR_INVALID_STATE`; a malformed
- * environment variable → `CELERITY_ERROR_INVALID_ARGUMENT`; `devices=cuda` without a usable CUDA
- * driver → `CELERITY_ERROR_UNSUPPORTED`; MPI failures → `CELERITY_ERROR_COMMUNICATION`.
- */
-celerity_status celerity_runtime_init(int *argc, char ***argv, const struct celerity_config *cfg);
-
-/**
- * Shuts the runtime down: waits for all submitted work, releases buffers and host objects the
- * program did not release (destroying owned instances, running drop callbacks), stops the
- * threads, frees everything and finalises MPI if the runtime initialised it. Idempotent: a second
- * call returns `CELERITY_OK`. Reports an asynchronous failure no earlier call reported.
- *
- * Errors: before init or from another thread → `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_runtime_shutdown(void);
-
-/**
- * Writes node, node count, device count, backend and dry-run flag to `*out`.
- *
- * Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; not running or another thread →
- * `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_runtime_get_info(struct celerity_runtime_info *out);
-
-/**
- * The name of status `s` (e.g. `"CELERITY_ERROR_INVALID_ARGUMENT"`), or
- * `"CELERITY_UNKNOWN_STATUS"` for a value that is not a status.
- *
- * Ownership: the string is static; never free it. Thread: any thread. Never NULL.
- */
-const char *celerity_status_string(celerity_status s);
-
-/**
- * The message of the last failing celerity call on the calling thread, naming the function,
- * the offending argument and its value; `""` when the last call succeeded.
- *
- * Ownership: owned by the library; valid until the next celerity call on this thread.
- * Thread: any thread (each thread has its own message). Never NULL.
- */
-const char *celerity_last_error_message(void);
-
-/**
- * The library version, `"MAJOR.MINOR.PATCH"` (equal to `CELERITY_VERSION_STRING` of the
- * header the library was built with).
- *
- * Ownership: static; never free it. Thread: any thread. Never NULL.
- */
-const char *celerity_version_string(void);
-
-/**
- * The ABI version of the loaded library; equals `CELERITY_ABI_VERSION` when the program was
- * compiled against the matching header.
- *
- * Thread: any thread.
- */
-uint32_t celerity_abi_version(void);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -14,19 +14,34 @@
 // contract (documented per function), and each dereference carries a SAFETY comment.
 #![expect(clippy::not_unsafe_ptr_arg_deref)]
 
-pub(crate) mod boundary;
-pub mod buffer;
-pub mod command_group;
-pub mod config;
-pub mod future;
-pub mod geometry;
-pub(crate) mod handle;
-pub mod host_object;
-pub mod kernel;
-pub mod range_mapper;
-pub mod reduction;
-pub mod runtime;
+// The modules are declared in the order of a program's lifecycle, which is the order of the
+// generated header (cbindgen follows the declarations): status and errors, runtime and config,
+// buffers and geometry, command groups (range mappers, reductions, kernels), submission, fences,
+// host objects. Blank-line groups keep rustfmt from sorting them.
 pub mod status;
+
+pub mod runtime;
+
+pub mod config;
+
+pub mod buffer;
+
+pub mod geometry;
+
+pub mod range_mapper;
+
+pub mod reduction;
+
+pub mod command_group;
+
+pub mod kernel;
+
+pub mod future;
+
+pub mod host_object;
+
+pub(crate) mod boundary;
+pub(crate) mod handle;
 
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("celerity's handle encoding needs 64-bit pointers");
