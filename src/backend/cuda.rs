@@ -32,6 +32,8 @@ use std::sync::Arc;
 use cudarc::driver::{DriverError, result, sys};
 use parking_lot::Mutex;
 
+const GIB: f64 = (1u64 << 30) as f64;
+
 use super::SendPtr;
 use super::event::{AsyncEvent, Completion, EventCompleter};
 use super::host::{host_copy_job, host_launch_job};
@@ -537,6 +539,24 @@ unsafe fn enqueue_layout_copy(
 impl Backend for CudaBackend {
     fn system_info(&self) -> &SystemInfo {
         &self.system
+    }
+
+    fn describe_devices(&self) -> String {
+        let names: Vec<String> = self
+            .devices
+            .iter()
+            .enumerate()
+            .map(|(i, device)| {
+                let name = result::device::get_name(device.cu_device)
+                    .unwrap_or_else(|_| "unknown device".to_owned());
+                // SAFETY: `cu_device` is a valid device handle.
+                match unsafe { result::device::total_mem(device.cu_device) } {
+                    Ok(bytes) => format!("D{i} CUDA {name} ({:.1} GiB)", bytes as f64 / GIB),
+                    Err(_) => format!("D{i} CUDA {name}"),
+                }
+            })
+            .collect();
+        names.join(", ")
     }
 
     fn enqueue_alloc(&mut self, memory: MemoryId, size: usize, align: usize) -> AsyncEvent {

@@ -128,6 +128,11 @@ pub trait Communicator: Send {
     /// in the same order.
     fn collective_clone(&mut self) -> Result<Box<dyn Communicator>>;
 
+    /// The communicator in words for the startup line (which transport, which library).
+    fn describe(&self) -> String {
+        format!("{} node(s)", self.num_nodes())
+    }
+
     /// Blocks until every node has called it. Collective.
     fn collective_barrier(&mut self) -> Result<()>;
 

@@ -396,6 +396,14 @@ impl Communicator for MpiCommunicator {
         self.size
     }
 
+    fn describe(&self) -> String {
+        let library = library_version().unwrap_or_else(|_| "unknown MPI library".to_owned());
+        // The identification string goes on with package, repository revision and date; its
+        // first part names the implementation and version.
+        let first = library.split([',', '\n']).next().unwrap_or_default().trim();
+        format!("MPI ({first})")
+    }
+
     fn local_node(&self) -> NodeId {
         NodeId(self.rank as u64)
     }

@@ -130,16 +130,33 @@ struct Key {
     apply: fn(&mut Config, &str) -> Option<()>,
 }
 
+/// Names are matched in any case, as C++ Celerity's environment parsing does.
 fn choice<T: Copy>(value: &str, choices: &[(&str, T)]) -> Option<T> {
     choices
         .iter()
-        .find(|(name, _)| *name == value)
+        .find(|(name, _)| name.eq_ignore_ascii_case(value))
         .map(|&(_, v)| v)
 }
 
-fn on_off(value: &str) -> Option<bool> {
-    choice(value, &[("on", true), ("off", false)])
+/// The boolean spellings C++ Celerity accepts, so users can bring their environment along.
+fn boolean(value: &str) -> Option<bool> {
+    choice(
+        value,
+        &[
+            ("1", true),
+            ("0", false),
+            ("true", true),
+            ("false", false),
+            ("on", true),
+            ("off", false),
+            ("yes", true),
+            ("no", false),
+        ],
+    )
 }
+
+/// What the messages list for a boolean key.
+const BOOLEAN_ACCEPTS: &str = "on/off, true/false, yes/no, 1/0 (any case)";
 
 fn positive(value: &str, max: u32) -> Option<u32> {
     value.parse::<u32>().ok().filter(|&n| n >= 1 && n <= max)
@@ -185,7 +202,7 @@ fn non_empty_path(value: &str) -> Option<PathBuf> {
 const KEYS: &[Key] = &[
     Key {
         name: "log_level",
-        accepts: "trace, debug, info, warn, err, off",
+        accepts: "trace, debug, info, warn, err, critical, off (any case)",
         apply: |c, v| {
             use LogLevel::*;
             let levels = [
@@ -193,7 +210,11 @@ const KEYS: &[Key] = &[
                 ("debug", Debug),
                 ("info", Info),
                 ("warn", Warn),
+                ("warning", Warn),
                 ("err", Err),
+                ("error", Err),
+                // The runtime logs nothing above error, so critical shows the same lines as err.
+                ("critical", Err),
                 ("off", Off),
             ];
             c.log_level = choice(v, &levels)?;
@@ -215,9 +236,9 @@ const KEYS: &[Key] = &[
     },
     Key {
         name: "host_device_peer_copies",
-        accepts: "on, off",
+        accepts: BOOLEAN_ACCEPTS,
         apply: |c, v| {
-            c.host_device_peer_copies = on_off(v)?;
+            c.host_device_peer_copies = boolean(v)?;
             Some(())
         },
     },
@@ -260,9 +281,9 @@ const KEYS: &[Key] = &[
     },
     Key {
         name: "print_graphs",
-        accepts: "on, off",
+        accepts: BOOLEAN_ACCEPTS,
         apply: |c, v| {
-            c.print_graphs = on_off(v)?;
+            c.print_graphs = boolean(v)?;
             Some(())
         },
     },
@@ -483,6 +504,42 @@ mod tests {
         assert_eq!(c.uninitialized_read, ErrorPolicy::Error);
         assert_eq!(c.overlapping_write, ErrorPolicy::Ignore);
         assert_eq!(c.stall_timeout, Duration::from_millis(2500));
+    }
+
+    #[test]
+    fn booleans_and_log_levels_take_celerity_spellings_in_any_case() {
+        for (value, expected) in [
+            ("1", true),
+            ("0", false),
+            ("TRUE", true),
+            ("False", false),
+            ("On", true),
+            ("OFF", false),
+            ("yes", true),
+            ("No", false),
+        ] {
+            let (c, warnings) = ConfigBuilder::default()
+                .build(env(&[("CELERITY_PRINT_GRAPHS", value)]))
+                .unwrap();
+            assert!(warnings.is_empty(), "{value}: {warnings:?}");
+            assert_eq!(c.print_graphs, expected, "CELERITY_PRINT_GRAPHS={value}");
+        }
+        let error = ConfigBuilder::default()
+            .set("print_graphs", "maybe")
+            .unwrap_err();
+        assert!(error.message().contains("yes/no"), "{}", error.message());
+        for (value, expected) in [
+            ("DEBUG", LogLevel::Debug),
+            ("Warn", LogLevel::Warn),
+            ("critical", LogLevel::Err),
+            ("error", LogLevel::Err),
+            ("OFF", LogLevel::Off),
+        ] {
+            let (c, _) = ConfigBuilder::default()
+                .build(env(&[("CELERITY_LOG_LEVEL", value)]))
+                .unwrap();
+            assert_eq!(c.log_level, expected, "CELERITY_LOG_LEVEL={value}");
+        }
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub(super) struct Selection {
     pub backend_kind: BackendKind,
     pub execution: Execution,
     pub mpi: Option<MpiGuard>,
+    /// Devices and communicator in words, for the startup line.
+    pub description: String,
 }
 
 fn backend(config: &Config) -> Result<(Box<dyn Backend>, BackendKind)> {
@@ -138,6 +140,9 @@ pub(super) fn select(
             backend_kind: BackendKind::Host,
             execution: Execution::DryRun,
             mpi: None,
+            description: format!(
+                "dry run of {nodes} node(s) with {devices} device(s) each, nothing executed"
+            ),
         });
     }
     let (backend, backend_kind) = backend(config)?;
@@ -151,7 +156,13 @@ pub(super) fn select(
             communicator.num_nodes()
         )));
     }
+    let description = format!(
+        "devices: {}; communicator: {}",
+        backend.describe_devices(),
+        communicator.describe()
+    );
     Ok(Selection {
+        description,
         node: communicator.local_node(),
         num_nodes: communicator.num_nodes(),
         system: backend.system_info().clone(),
