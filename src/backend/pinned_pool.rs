@@ -189,10 +189,13 @@ mod tests {
 
     use parking_lot::Mutex;
 
+    /// (operation, address, bytes) as the fake driver saw them.
+    type DriverLog = Arc<Mutex<Vec<(&'static str, usize, usize)>>>;
+
     /// Hands out fake addresses and records what the pool asked of the driver.
     #[derive(Clone, Default)]
     struct FakeDriver {
-        log: Arc<Mutex<Vec<(&'static str, usize, usize)>>>,
+        log: DriverLog,
         next: Arc<Mutex<usize>>,
         fail: bool,
     }

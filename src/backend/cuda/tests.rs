@@ -317,10 +317,8 @@ fn pageable_round_trip(backend: &mut CudaBackend, elements: usize, lane: CopyLan
         "{elements} elements differ after the round trip"
     );
     // SAFETY: no pending operation uses the allocation.
-    wait(backend, &unsafe {
-        backend.enqueue_free(MemoryId::FIRST_DEVICE, device)
-    })
-    .unwrap();
+    let free = unsafe { backend.enqueue_free(MemoryId::FIRST_DEVICE, device) };
+    wait(backend, &free).unwrap();
 }
 
 #[test]
@@ -375,10 +373,8 @@ fn host_allocations_beyond_the_pinned_limit_are_pageable_and_still_copy() {
     assert_eq!(backend.pool.lock().stats().peak_pinned_bytes, 0);
     for (memory, pointer) in [(MemoryId::HOST, host), (MemoryId::FIRST_DEVICE, device)] {
         // SAFETY: nothing uses the allocations any more.
-        wait(&mut backend, &unsafe {
-            backend.enqueue_free(memory, pointer)
-        })
-        .unwrap();
+        let free = unsafe { backend.enqueue_free(memory, pointer) };
+        wait(&mut backend, &free).unwrap();
     }
     assert!(backend.pageable.lock().is_empty());
 }
