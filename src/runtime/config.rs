@@ -97,6 +97,8 @@ pub struct Config {
     pub overlapping_write: ErrorPolicy,
     /// `stall_timeout`: report pending instructions when none completed for this long.
     pub stall_timeout: Duration,
+    /// `pinned_memory_limit`: most bytes of page-locked host memory the CUDA backend holds.
+    pub pinned_memory_limit: usize,
 }
 
 impl Default for Config {
@@ -116,6 +118,7 @@ impl Default for Config {
             uninitialized_read: ErrorPolicy::Log,
             overlapping_write: ErrorPolicy::Log,
             stall_timeout: Duration::from_secs(20),
+            pinned_memory_limit: DEFAULT_PINNED_MEMORY_LIMIT,
         }
     }
 }
@@ -174,6 +177,22 @@ fn policy(value: &str) -> Option<ErrorPolicy> {
 fn seconds(value: &str) -> Option<Duration> {
     let secs = value.parse::<f64>().ok()?;
     (secs.is_finite() && secs > 0.0 && secs <= 86400.0).then(|| Duration::from_secs_f64(secs))
+}
+
+/// The default of `pinned_memory_limit` (4 GiB).
+pub const DEFAULT_PINNED_MEMORY_LIMIT: usize = 4 << 30;
+
+/// A byte count with an optional binary suffix (`K`, `M`, `G`, `T`), at most 1 TiB.
+fn byte_count(value: &str) -> Option<usize> {
+    let (digits, shift) = match value.as_bytes().last()? {
+        b'K' => (&value[..value.len() - 1], 10),
+        b'M' => (&value[..value.len() - 1], 20),
+        b'G' => (&value[..value.len() - 1], 30),
+        b'T' => (&value[..value.len() - 1], 40),
+        _ => (value, 0),
+    };
+    let bytes = digits.parse::<u64>().ok()?.checked_mul(1 << shift)?;
+    (bytes <= 1 << 40).then(|| usize::try_from(bytes).ok())?
 }
 
 fn non_empty_path(value: &str) -> Option<PathBuf> {
@@ -313,6 +332,14 @@ const KEYS: &[Key] = &[
         accepts: "a number of seconds greater than 0 and at most 86400 (e.g. 20 or 0.5)",
         apply: |c, v| {
             c.stall_timeout = seconds(v)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "pinned_memory_limit",
+        accepts: "a byte count with an optional K, M, G or T suffix (binary), at most 1T (e.g. 4G)",
+        apply: |c, v| {
+            c.pinned_memory_limit = byte_count(v)?;
             Some(())
         },
     },
@@ -543,6 +570,31 @@ mod tests {
             "{}",
             error.message()
         );
+    }
+
+    #[test]
+    fn pinned_memory_limit_takes_byte_counts_with_binary_suffixes() {
+        assert_eq!(Config::default().pinned_memory_limit, 4 << 30);
+        let mut builder = ConfigBuilder::default();
+        for bad in ["", "G", "-1", "1.5G", "2T", "4g", "99999999999999999999"] {
+            let error = builder.set("pinned_memory_limit", bad).unwrap_err();
+            assert!(
+                error.message().contains("byte count"),
+                "{bad}: {}",
+                error.message()
+            );
+        }
+        builder.set("pinned_memory_limit", "512M").unwrap();
+        let (c, _) = builder.build(env(&[])).unwrap();
+        assert_eq!(c.pinned_memory_limit, 512 << 20);
+        let (c, _) = ConfigBuilder::default()
+            .build(env(&[("CELERITY_PINNED_MEMORY_LIMIT", "0")]))
+            .unwrap();
+        assert_eq!(c.pinned_memory_limit, 0);
+        let (c, _) = ConfigBuilder::default()
+            .build(env(&[("CELERITY_PINNED_MEMORY_LIMIT", "1T")]))
+            .unwrap();
+        assert_eq!(c.pinned_memory_limit, 1 << 40);
     }
 
     #[test]

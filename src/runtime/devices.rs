@@ -57,8 +57,8 @@ fn backend(config: &Config) -> Result<(Box<dyn Backend>, BackendKind)> {
             )?),
             BackendKind::Host,
         )),
-        DeviceSelection::Cuda => cuda_backend(),
-        DeviceSelection::Auto => cuda_backend().or_else(|error| {
+        DeviceSelection::Cuda => cuda_backend(config),
+        DeviceSelection::Auto => cuda_backend(config).or_else(|error| {
             tracing::debug!("devices=auto: no CUDA ({error}); using one emulated host device");
             Ok((
                 Box::new(HostBackend::new(1, config.host_device_peer_copies)?),
@@ -69,15 +69,17 @@ fn backend(config: &Config) -> Result<(Box<dyn Backend>, BackendKind)> {
 }
 
 #[cfg(feature = "cuda")]
-fn cuda_backend() -> Result<(Box<dyn Backend>, BackendKind)> {
+fn cuda_backend(config: &Config) -> Result<(Box<dyn Backend>, BackendKind)> {
     Ok((
-        Box::new(crate::backend::cuda::CudaBackend::new()?),
+        Box::new(crate::backend::cuda::CudaBackend::with_pinned_limit(
+            config.pinned_memory_limit,
+        )?),
         BackendKind::Cuda,
     ))
 }
 
 #[cfg(not(feature = "cuda"))]
-fn cuda_backend() -> Result<(Box<dyn Backend>, BackendKind)> {
+fn cuda_backend(_config: &Config) -> Result<(Box<dyn Backend>, BackendKind)> {
     Err(Error::unsupported(
         "this libcelerity was built without the CUDA backend (cargo feature `cuda`)",
     ))

@@ -384,7 +384,7 @@ impl Runtime {
             let allocation = self.user_allocation();
             self.executor.send(ExecutorMessage::TrackUserAllocation(
                 allocation,
-                UserMemory::Owned(bytes.to_vec()),
+                UserMemory::Owned(crate::backend::parallel_copy::to_vec(bytes)),
             ));
             allocation
         });
