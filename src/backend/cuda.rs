@@ -116,6 +116,8 @@ const MAX_UNRECORDED: usize = 32;
 
 struct CudaDevice {
     cu_device: sys::CUdevice,
+    /// The driver's number for the device (`cuDeviceGet`).
+    ordinal: usize,
     context: Handle<sys::CUcontext>,
     submitter: ThreadQueue,
     lanes: Arc<Mutex<DeviceLanes>>,
@@ -192,18 +194,36 @@ impl CudaBackend {
     /// A backend over all CUDA devices of this node holding at most `pinned_limit` bytes of
     /// page-locked host memory.
     pub fn with_pinned_limit(pinned_limit: usize) -> Result<Self> {
+        Self::on_devices(None, pinned_limit)
+    }
+
+    /// A backend over the CUDA devices `ordinals` (all when `None`; as the driver numbers them,
+    /// after `CUDA_VISIBLE_DEVICES`), which become the runtime's devices D0, D1, ... in this order.
+    pub fn on_devices(ordinals: Option<&[usize]>, pinned_limit: usize) -> Result<Self> {
         let count = device_count()?;
         if count == 0 {
             return Err(Error::unsupported("the CUDA driver reports no devices"));
         }
-        if count + 2 > super::system_info::MAX_MEMORIES {
+        let ordinals: Vec<usize> = match ordinals {
+            Some(chosen) => {
+                if let Some(bad) = chosen.iter().find(|&&o| o >= count) {
+                    return Err(Error::invalid_argument(format!(
+                        "CUDA device {bad} does not exist: the driver reports {count} device(s)"
+                    )));
+                }
+                chosen.to_vec()
+            }
+            None => (0..count).collect(),
+        };
+        if ordinals.len() + 2 > super::system_info::MAX_MEMORIES {
             return Err(Error::unsupported(format!(
-                "{count} CUDA devices exceed the supported {}",
+                "{} CUDA devices exceed the supported {}",
+                ordinals.len(),
                 super::system_info::MAX_MEMORIES - 2
             )));
         }
-        let mut devices = Vec::with_capacity(count);
-        for ordinal in 0..count {
+        let mut devices = Vec::with_capacity(ordinals.len());
+        for &ordinal in &ordinals {
             let cu_device =
                 result::device::get(ordinal as i32).map_err(|e| device_error("cuDeviceGet", e))?;
             // SAFETY: `cu_device` is a valid device handle; the primary context is released in Drop.
@@ -213,6 +233,7 @@ impl CudaBackend {
             let submitter = ThreadQueue::new(format!("celerity-cuda-D{ordinal}"))?;
             devices.push(CudaDevice {
                 cu_device,
+                ordinal,
                 context,
                 submitter,
                 lanes: Arc::new(Mutex::new(DeviceLanes {
@@ -550,9 +571,13 @@ impl Backend for CudaBackend {
                 let name = result::device::get_name(device.cu_device)
                     .unwrap_or_else(|_| "unknown device".to_owned());
                 // SAFETY: `cu_device` is a valid device handle.
+                let ordinal = device.ordinal;
                 match unsafe { result::device::total_mem(device.cu_device) } {
-                    Ok(bytes) => format!("D{i} CUDA {name} ({:.1} GiB)", bytes as f64 / GIB),
-                    Err(_) => format!("D{i} CUDA {name}"),
+                    Ok(bytes) => format!(
+                        "D{i} = CUDA device {ordinal} {name} ({:.1} GiB)",
+                        bytes as f64 / GIB
+                    ),
+                    Err(_) => format!("D{i} = CUDA device {ordinal} {name}"),
                 }
             })
             .collect();
