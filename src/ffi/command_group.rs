@@ -23,6 +23,7 @@ use super::range_mapper::*;
 use super::reduction::{celerity_reduction_op, reducer_of};
 use super::runtime::with_runtime;
 use super::status::celerity_status;
+use crate::backend::cuda_error_names::kernel_failure_message;
 use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{Id, Range, Subrange};
@@ -417,9 +418,12 @@ fn c_launcher(
             if code == 0 {
                 Ok(())
             } else {
+                let cuda_device = environment
+                    .cuda
+                    .then(|| invocation.device.map_or(0, |d| d.0));
                 Err(Error::new(
                     ErrorKind::TaskFailed,
-                    format!("the kernel returned {code}"),
+                    kernel_failure_message(code, cuda_device),
                 ))
             }
         },
