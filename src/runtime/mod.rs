@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::backend::interface::Launcher;
+use crate::backend::system_info::SystemInfo;
 use crate::comm::Communicator;
 use crate::command::{CommandGraphGenerator, CommandPolicies};
 use crate::debug::trace::TraceLog;
@@ -39,7 +40,8 @@ use crate::task::{
     TaskPayload, TaskSpec,
 };
 use crate::types::{
-    AllocationId, BufferId, CollectiveGroupId, HostObjectId, IdMap, MemoryId, ReductionId, TaskId,
+    AllocationId, BufferId, CollectiveGroupId, HostObjectId, IdMap, MemoryId, NodeId, ReductionId,
+    TaskId,
 };
 use crate::user_objects::{HostObjectInstance, Promise, Reducer, UserMemory};
 use config::{Config, Lookahead};
@@ -218,59 +220,19 @@ impl Runtime {
             trace: Mutex::new(None),
         });
         let tracing_on = config.trace_file.is_some();
-        let mut graph_comm = None;
-        let executor = match selection.execution {
-            devices::Execution::Live {
-                backend,
-                mut communicator,
-            } => {
-                if config.print_graphs {
-                    // Collective: every node runs with the same `print_graphs`.
-                    graph_comm = Some(communicator.collective_clone()?);
-                }
-                let executor_config = ExecutorConfig {
-                    stall_timeout: config.stall_timeout,
-                    trace_epoch: tracing_on.then_some(started),
-                };
-                ExecutorHandle::start(backend, communicator, shared.clone(), executor_config)?
-            }
-            devices::Execution::DryRun => ExecutorHandle::start_dry_run(shared.clone())?,
-        };
-        let mut cdag = CommandGraphGenerator::new(
-            selection.num_nodes,
-            selection.node,
-            CommandPolicies {
-                uninitialized_read: config.uninitialized_read,
-                overlapping_write: config.overlapping_write,
-            },
+        let (executor, graph_comm) = start_executor(
+            selection.execution,
+            &config,
+            shared.clone(),
+            tracing_on.then_some(started),
         )?;
-        if config.print_graphs {
-            cdag.enable_recording();
-        }
-        let policies = Policies {
-            uninitialized_read: config.uninitialized_read,
-            overlapping_write: config.overlapping_write,
-            ..Policies::default()
-        };
-        let idag = InstructionGraphGenerator::new(
-            selection.system.clone(),
-            selection.node,
-            selection.num_nodes,
-            policies,
-            config.print_graphs.then(InstructionRecorder::new),
-        );
-        let sink = ExecutorSink {
-            executor: executor.sender(),
-            executor_thread: executor.thread_handle(),
-            shared: shared.clone(),
-        };
-        let scheduler_trace = tracing_on.then(|| TraceLog::new(selection.node, started));
-        let scheduler = SchedulerHandle::start(
-            cdag,
-            idag,
-            config.lookahead,
-            Box::new(sink),
-            scheduler_trace,
+        let scheduler = start_scheduler(
+            &config,
+            &selection.system,
+            (selection.node, selection.num_nodes),
+            &executor,
+            shared.clone(),
+            tracing_on.then_some(started),
         )?;
         *shared.scheduler.lock() = Some(scheduler.sender());
         let task_manager = TaskManager::new(
@@ -730,6 +692,84 @@ impl Drop for Runtime {
             tracing::error!("shutdown: {error}");
         }
     }
+}
+
+/// Starts the live or dry-run executor thread; with `print_graphs`, also clones the
+/// communicator that gathers the graphs at shutdown (collective: every node has the same
+/// setting).
+fn start_executor(
+    execution: devices::Execution,
+    config: &Config,
+    shared: Arc<Shared>,
+    trace_epoch: Option<Instant>,
+) -> Result<(ExecutorHandle, Option<Box<dyn Communicator>>)> {
+    let mut graph_comm = None;
+    let executor = match execution {
+        devices::Execution::Live {
+            backend,
+            mut communicator,
+        } => {
+            if config.print_graphs {
+                // Collective: every node runs with the same `print_graphs`.
+                graph_comm = Some(communicator.collective_clone()?);
+            }
+            let executor_config = ExecutorConfig {
+                stall_timeout: config.stall_timeout,
+                trace_epoch,
+            };
+            ExecutorHandle::start(backend, communicator, shared, executor_config)?
+        }
+        devices::Execution::DryRun => ExecutorHandle::start_dry_run(shared)?,
+    };
+    Ok((executor, graph_comm))
+}
+
+/// Builds this node's command and instruction graph generators and starts the scheduler
+/// thread, which hands its batches to `executor`.
+fn start_scheduler(
+    config: &Config,
+    system: &SystemInfo,
+    (node, num_nodes): (NodeId, usize),
+    executor: &ExecutorHandle,
+    shared: Arc<Shared>,
+    trace_epoch: Option<Instant>,
+) -> Result<SchedulerHandle> {
+    let mut cdag = CommandGraphGenerator::new(
+        num_nodes,
+        node,
+        CommandPolicies {
+            uninitialized_read: config.uninitialized_read,
+            overlapping_write: config.overlapping_write,
+        },
+    )?;
+    if config.print_graphs {
+        cdag.enable_recording();
+    }
+    let policies = Policies {
+        uninitialized_read: config.uninitialized_read,
+        overlapping_write: config.overlapping_write,
+        ..Policies::default()
+    };
+    let idag = InstructionGraphGenerator::new(
+        system.clone(),
+        node,
+        num_nodes,
+        policies,
+        config.print_graphs.then(InstructionRecorder::new),
+    );
+    let sink = ExecutorSink {
+        executor: executor.sender(),
+        executor_thread: executor.thread_handle(),
+        shared,
+    };
+    let scheduler_trace = trace_epoch.map(|started| TraceLog::new(node, started));
+    SchedulerHandle::start(
+        cdag,
+        idag,
+        config.lookahead,
+        Box::new(sink),
+        scheduler_trace,
+    )
 }
 
 #[cfg(test)]
