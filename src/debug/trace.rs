@@ -168,6 +168,39 @@ pub fn describe(instruction: &Instruction) -> (String, &'static str, Vec<(&'stat
             task_args(&mut args, task);
             (format!("host task {}", task.label()), "host_task")
         }
+        K::Send { .. }
+        | K::Receive { .. }
+        | K::SplitReceive { .. }
+        | K::AwaitReceive { .. }
+        | K::GatherReceive { .. } => describe_communication(instruction.kind(), &mut args),
+        K::FillIdentity { reduction, .. } => (format!("fill identity {reduction}"), "reduction"),
+        K::Reduce { reduction, .. } => (format!("reduce {reduction}"), "reduction"),
+        K::Fence { task } => {
+            task_args(&mut args, task);
+            (format!("fence {}", task.id()), "fence")
+        }
+        K::DestroyHostObject { host_object } => (format!("destroy {host_object}"), "host_object"),
+        K::CloneCollectiveGroup { new, .. } => (format!("clone {new}"), "collective"),
+        K::Horizon { task, .. } => {
+            args.push(("task", s(task.to_string())));
+            (format!("horizon {task}"), "horizon")
+        }
+        K::Epoch { task, action, .. } => {
+            task_args(&mut args, task);
+            args.push(("action", s(format!("{action:?}").to_lowercase())));
+            (format!("epoch {}", task.id()), "epoch")
+        }
+    };
+    (name, cat, args)
+}
+
+/// Name and category of a send or receive slice; adds its arguments.
+fn describe_communication(
+    kind: &InstructionKind,
+    args: &mut Vec<(&'static str, String)>,
+) -> (String, &'static str) {
+    use InstructionKind as K;
+    match kind {
         K::Send {
             to,
             message,
@@ -212,25 +245,8 @@ pub fn describe(instruction: &Instruction) -> (String, &'static str, Vec<(&'stat
             args.push(("bytes_per_node", node_chunk_bytes.to_string()));
             (format!("gather receive {transfer}"), "receive")
         }
-        K::FillIdentity { reduction, .. } => (format!("fill identity {reduction}"), "reduction"),
-        K::Reduce { reduction, .. } => (format!("reduce {reduction}"), "reduction"),
-        K::Fence { task } => {
-            task_args(&mut args, task);
-            (format!("fence {}", task.id()), "fence")
-        }
-        K::DestroyHostObject { host_object } => (format!("destroy {host_object}"), "host_object"),
-        K::CloneCollectiveGroup { new, .. } => (format!("clone {new}"), "collective"),
-        K::Horizon { task, .. } => {
-            args.push(("task", s(task.to_string())));
-            (format!("horizon {task}"), "horizon")
-        }
-        K::Epoch { task, action, .. } => {
-            task_args(&mut args, task);
-            args.push(("action", s(format!("{action:?}").to_lowercase())));
-            (format!("epoch {}", task.id()), "epoch")
-        }
-    };
-    (name, cat, args)
+        other => (other.name().to_owned(), "communication"),
+    }
 }
 
 impl TraceLog {
