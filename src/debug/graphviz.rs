@@ -336,5 +336,5 @@ mod instructions;
 pub use instructions::{instruction_label, print_instruction_graph};
 
 #[cfg(test)]
-#[path = "graphviz_tests.rs"]
+#[path = "tests/graphviz.rs"]
 mod tests;

@@ -18,8 +18,4 @@ pub use handle::ExecutorHandle;
 pub use interface::{ExecutorConfig, ExecutorDelegate, ExecutorMessage};
 
 #[cfg(test)]
-mod engine_tests;
-#[cfg(test)]
-mod engine_view_tests;
-#[cfg(test)]
-mod receive_arbiter_tests;
+mod tests;

@@ -415,5 +415,5 @@ impl Extend<GridBox> for RegionBuilder {
 }
 
 #[cfg(test)]
-#[path = "region_tests.rs"]
+#[path = "tests/region.rs"]
 mod tests;

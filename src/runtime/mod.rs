@@ -773,8 +773,4 @@ fn start_scheduler(
 }
 
 #[cfg(test)]
-mod observability_tests;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod thread_guard_tests;

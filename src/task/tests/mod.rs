@@ -3,7 +3,9 @@
 //!
 //! `celerity_cases` rewrites the cases of Celerity's `test/task_graph_tests.cc`; `horizon_tests`
 //! covers horizons, epochs and pruning (Celerity's `task_graph_tests.cc`, horizon and epoch cases);
-//! `validation_tests` covers the bad-input list of API.md and the error policies.
+//! `validation_tests` covers the bad-input list of API.md and the error policies. `range_mapper.rs`
+//! in this folder is the range mapper's unit tests, included from `task/range_mapper.rs` (they
+//! reach its private items).
 
 mod celerity_cases;
 mod horizon_tests;

@@ -2,7 +2,7 @@
 
 use smallvec::SmallVec;
 
-use super::engine::{Assignment, EngineInstruction, OutOfOrderEngine, Target};
+use crate::executor::engine::{Assignment, EngineInstruction, OutOfOrderEngine, Target};
 use crate::types::{DeviceId, InstructionId};
 
 /// Builds instructions with consecutive ids and submits them.

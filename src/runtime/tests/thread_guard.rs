@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::Runtime;
-use super::config::{Config, DeviceSelection};
 use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
 use crate::error::ErrorKind;
 use crate::grid::Range;
+use crate::runtime::Runtime;
+use crate::runtime::config::{Config, DeviceSelection};
 use crate::task::{CommandGroup, TaskSpec};
 use crate::thread_guard::INJECT_PANIC_PREFIX;
 

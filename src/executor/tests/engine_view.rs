@@ -2,7 +2,7 @@
 //! placement asks for, and the out-of-order engine runs whole generated graphs (graphs built with
 //! the instruction graph tests' context).
 
-use super::engine::{EngineInstruction, OutOfOrderEngine, Target};
+use crate::executor::engine::{EngineInstruction, OutOfOrderEngine, Target};
 use crate::instruction::tests::{Ctx, is_copy};
 use crate::instruction::{InstructionKind, priority};
 use crate::task::{CommandGroup, RangeMapper};

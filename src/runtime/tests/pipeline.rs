@@ -4,11 +4,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::Runtime;
-use super::config::{Config, DeviceSelection, Lookahead};
 use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
 use crate::executor::builtin_reducers::{BuiltinOp, BuiltinReducer};
 use crate::grid::{GridBox, Id, Range};
+use crate::runtime::Runtime;
+use crate::runtime::config::{Config, DeviceSelection, Lookahead};
 use crate::task::{AccessMode, CommandGroup, RangeMapper, TaskSpec};
 
 fn config(devices: u32, peer_copies: bool, lookahead: Lookahead) -> Config {
