@@ -19,8 +19,13 @@ const SPMD_DIGESTS: u8 = 1;
 pub enum ControlMessage {
     /// The sender failed with this error.
     Failure(Error),
-    /// The hashes of the tasks the sender created in comparison window `window`.
-    SpmdDigests { window: u64, hashes: Vec<u64> },
+    /// The hashes of the tasks the sender created in one comparison window.
+    SpmdDigests {
+        /// The window's index (windows are closed by horizons and epochs, in order).
+        window: u64,
+        /// One hash per task of the window, in creation order.
+        hashes: Vec<u64>,
+    },
 }
 
 impl ControlMessage {

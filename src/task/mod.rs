@@ -39,7 +39,7 @@ mod manager;
 mod range_mapper;
 mod recorder;
 pub mod spmd;
-#[allow(clippy::module_inception)]
+#[expect(clippy::module_inception)]
 mod task;
 
 #[cfg(test)]

@@ -452,7 +452,7 @@ fn overflowing_geometry_and_absurd_hints_are_invalid_arguments() {
             .discard_write(buf, RangeMapper::OneToOne)
             .hint_oversubscribe(1 << 28),
         ErrorKind::InvalidArgument,
-        "factor 268435456 exceeds the limit",
+        "`factor` 268435456 exceeds the limit",
     );
 }
 
