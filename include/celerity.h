@@ -616,8 +616,7 @@ celerity_status celerity_cg_hint_split_2d(struct celerity_cg *cg);
  * Hints that each device chunk should be split `factor` times more (load balancing and
  * overlap). Tasks with side effects, reductions or collective groups ignore it.
  *
- * Errors: `cg` NULL, `factor` 0 → `CELERITY_ERROR_INVALID_ARGUMENT`; a factor above 4096 →
- * `CELERITY_ERROR_INVALID_ARGUMENT` at submission.
+ * Errors: `cg` NULL, `factor` 0 or above 4096 → `CELERITY_ERROR_INVALID_ARGUMENT`.
  */
 celerity_status celerity_cg_hint_oversubscribe(struct celerity_cg *cg, uint32_t factor);
 

@@ -300,8 +300,7 @@ pub extern "C" fn celerity_cg_hint_split_2d(cg: *mut celerity_cg) -> celerity_st
 /// Hints that each device chunk should be split `factor` times more (load balancing and
 /// overlap). Tasks with side effects, reductions or collective groups ignore it.
 ///
-/// Errors: `cg` NULL, `factor` 0 → `CELERITY_ERROR_INVALID_ARGUMENT`; a factor above 4096 →
-/// `CELERITY_ERROR_INVALID_ARGUMENT` at submission.
+/// Errors: `cg` NULL, `factor` 0 or above 4096 → `CELERITY_ERROR_INVALID_ARGUMENT`.
 #[unsafe(no_mangle)]
 pub extern "C" fn celerity_cg_hint_oversubscribe(
     cg: *mut celerity_cg,
