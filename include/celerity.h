@@ -876,6 +876,19 @@ celerity_status celerity_collective_group_create(struct celerity_collective_grou
 celerity_status celerity_collective_group_release(struct celerity_collective_group *group);
 
 /**
+ * Fails the chunk that `ctx` describes with `message` (copied; NULL: "unknown error"), for
+ * kernels and host tasks that cannot express their failure as a return code alone, such as
+ * the C++ frontend catching an exception. Call it from inside the kernel or host-task
+ * function, on the thread that runs it, before returning. The task then fails with
+ * `CELERITY_ERROR_TASK_FAILED` whatever the function returns, and the report at the next
+ * synchronising call names this message (the last one recorded, if called more than once).
+ *
+ * Errors: `ctx` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`.
+ */
+celerity_status celerity_kernel_fail(const struct celerity_kernel_context *ctx,
+                                     const char *message);
+
+/**
  * Starts the runtime: reads the configuration (`cfg`, which wins, then `CELERITY_*` environment
  * variables), initialises MPI when started by an MPI launcher (with `MPI_THREAD_MULTIPLE`,
  * unless the program did), selects devices, starts the scheduler and executor threads. The
@@ -1034,3 +1047,10 @@ static inline bool celerity_abi_compatible(void) { return celerity_abi_version()
 #endif
 
 #endif /* CELERITY_H_INLINE_HELPERS */
+
+/* ---- the C++ API ------------------------------------------------------------------------- */
+/* C++ Celerity programs include <celerity.h>; they get the C++ frontend (celerity.hpp) too,
+ * unless CELERITY_C_API_ONLY is defined before the include. */
+#if defined(__cplusplus) && !defined(CELERITY_C_API_ONLY)
+#include "celerity.hpp"
+#endif
