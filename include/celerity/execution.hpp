@@ -15,6 +15,13 @@
 
 #if defined(__has_include)
 #if __has_include(<mpi.h>) && !defined(CELERITY_NO_MPI_HEADER)
+// Only MPI's C API (the deprecated C++ bindings do not compile warning-free).
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 #define CELERITY_HAS_MPI_HEADER 1
 #endif
