@@ -160,22 +160,19 @@ celerity_range_mapper make_c_mapper(handler& cgh, const RangeMapper& rm) {
     return m;
 }
 
-/// Indexes `Rem` more dimensions of a row-major allocation: `[i]` moves along the next one.
-template <typename Ref, typename Ptr, int Rem>
-struct subscript {
-    Ptr ptr;
-    size_t offset[Rem];
-    size_t stride[Rem];
-    CELERITY_HD decltype(auto) operator[](size_t i) const {
-        Ptr p = ptr + (i - offset[0]) * stride[0];
-        if constexpr(Rem == 1) {
-            return static_cast<Ref>(*p);
-        } else {
-            subscript<Ref, Ptr, Rem - 1> next{p, {}, {}};
-            for(int d = 1; d < Rem; ++d) next.offset[d - 1] = offset[d], next.stride[d - 1] = stride[d];
-            return next;
-        }
-    }
+/// One row of a row-major allocation: `row[j]` is element j (in buffer coordinates).
+template <typename Ref, typename Ptr>
+struct row_subscript {
+    Ptr row;    // element 0 of the row's coordinate system (may lie outside the allocation)
+    size_t off; // the allocation's offset in this dimension
+    CELERITY_HD Ref operator[](size_t j) const { return row[j - off]; }
+};
+/// One plane of a 3-D row-major allocation: `plane[i][j]`.
+template <typename Ref, typename Ptr>
+struct plane_subscript {
+    Ptr plane;
+    size_t off1, stride1, off2;
+    CELERITY_HD row_subscript<Ref, Ptr> operator[](size_t i) const { return {plane + (i - off1) * stride1, off2}; }
 };
 
 #if defined(__CUDACC__)
@@ -245,11 +242,13 @@ class accessor {
     CELERITY_HD reference operator[](size_t i) const {
         return m_base[i - m_alloc.offset[0]];
     }
-    template <int D = Dims, std::enable_if_t<(D > 1), int> = 0>
-    CELERITY_HD auto operator[](size_t i0) const {
-        detail::subscript<reference, pointer, Dims - 1> s{m_base + (i0 - m_alloc.offset[0]) * stride(0), {}, {}};
-        for(int d = 1; d < Dims; ++d) s.offset[d - 1] = m_alloc.offset[d], s.stride[d - 1] = stride(d);
-        return s;
+    template <int D = Dims, std::enable_if_t<(D == 2), int> = 0>
+    CELERITY_HD detail::row_subscript<reference, pointer> operator[](size_t i0) const {
+        return {m_base + (i0 - m_alloc.offset[0]) * m_alloc.range[1], m_alloc.offset[1]};
+    }
+    template <int D = Dims, std::enable_if_t<(D == 3), int> = 0>
+    CELERITY_HD detail::plane_subscript<reference, pointer> operator[](size_t i0) const {
+        return {m_base + (i0 - m_alloc.offset[0]) * m_alloc.range[1] * m_alloc.range[2], m_alloc.offset[1], m_alloc.range[2], m_alloc.offset[2]};
     }
     template <int D = Dims, std::enable_if_t<(D == 0), int> = 0>
     CELERITY_HD reference operator*() const {
@@ -289,11 +288,6 @@ class accessor {
         m_base = static_cast<pointer>(a.base);
         m_alloc = a.allocation;
         m_accessed = a.accessed;
-    }
-    CELERITY_HD size_t stride(int d) const {
-        size_t s = 1;
-        for(int e = d + 1; e < Dims; ++e) s *= m_alloc.range[e];
-        return s;
     }
     CELERITY_HD size_t linear(const id<Dims>& i) const {
         if constexpr(Dims == 0) {
@@ -339,11 +333,13 @@ class local_accessor {
     CELERITY_HD T& operator[](size_t i) const {
         return data()[i];
     }
-    template <int D = Dims, std::enable_if_t<(D > 1), int> = 0>
-    CELERITY_HD auto operator[](size_t i0) const {
-        detail::subscript<T&, T*, Dims - 1> s{data() + i0 * stride(0), {}, {}};
-        for(int d = 1; d < Dims; ++d) s.offset[d - 1] = 0, s.stride[d - 1] = stride(d);
-        return s;
+    template <int D = Dims, std::enable_if_t<(D == 2), int> = 0>
+    CELERITY_HD detail::row_subscript<T&, T*> operator[](size_t i0) const {
+        return {data() + i0 * m_range[1], 0};
+    }
+    template <int D = Dims, std::enable_if_t<(D == 3), int> = 0>
+    CELERITY_HD detail::plane_subscript<T&, T*> operator[](size_t i0) const {
+        return {data() + i0 * m_range[1] * m_range[2], 0, m_range[2], 0};
     }
     CELERITY_HD range<Dims> get_range() const { return m_range; }
     CELERITY_HD T* get_pointer() const { return data(); }
@@ -358,11 +354,6 @@ class local_accessor {
 #else
         return m_ptr;
 #endif
-    }
-    CELERITY_HD size_t stride(int d) const {
-        size_t s = 1;
-        for(int e = d + 1; e < Dims; ++e) s *= m_range[e];
-        return s;
     }
 };
 

@@ -152,7 +152,10 @@ inline unsigned char* host_local_memory(size_t bytes) {
 }
 
 template <int Dims, typename Kernel, typename... Reducers>
-void host_range_loops(const Kernel& k, const celerity_chunk& c, const range<Dims>& global, const id<Dims>& offset, Reducers&... reducers) {
+void host_range_loops(const Kernel& kernel, const celerity_chunk& c, const range<Dims>& global, const id<Dims>& offset, Reducers&... reducers) {
+    // A local copy: the compiler then knows that no store of the kernel aliases the accessors'
+    // geometry, keeps it in registers and hoists the row arithmetic out of the inner loop.
+    const Kernel k = kernel;
     if constexpr(Dims == 0) {
         k(item<0>(id<0>(), global, offset), reducers...);
     } else if constexpr(Dims == 1) {
