@@ -15,10 +15,10 @@ float3 pixel(size_t y, size_t x) {
     return float3(static_cast<float>((x * 7 + y * 3) % 17) / 16.f, static_cast<float>((x ^ y) % 11) / 10.f, static_cast<float>((x * y) % 13) / 12.f);
 }
 
-bool inside(size_t y, size_t x, size_t h, size_t w, size_t border) { return y >= border && x >= border && y + border < h && x + border < w; }
+CELERITY_HD bool inside(size_t y, size_t x, size_t h, size_t w, size_t border) { return y >= border && x >= border && y + border < h && x + border < w; }
 
 template <typename In, typename Filter>
-float3 blur_at(size_t y, size_t x, const In& in, const Filter& filter) {
+CELERITY_HD float3 blur_at(size_t y, size_t x, const In& in, const Filter& filter) {
     float3 sum(0.f, 0.f, 0.f);
     for(int dy = -radius; dy <= radius; ++dy) {
         for(int dx = -radius; dx <= radius; ++dx) sum += filter(dy + radius, dx + radius) * in(y + dy, x + dx);
@@ -27,7 +27,7 @@ float3 blur_at(size_t y, size_t x, const In& in, const Filter& filter) {
 }
 
 template <typename In>
-float3 sharpen_at(size_t y, size_t x, const In& in) {
+CELERITY_HD float3 sharpen_at(size_t y, size_t x, const In& in) {
     float3 s = 5.f * in(y, x) - in(y - 1, x) - in(y + 1, x) - in(y, x - 1) - in(y, x + 1);
     return float3(sycl::fmin(1.f, s.x()), sycl::fmin(1.f, s.y()), sycl::fmin(1.f, s.z()));
 }
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
         celerity::accessor in{input, cgh, celerity::access::neighborhood{{radius, radius}}, celerity::read_only};
         celerity::accessor f{filter, cgh, celerity::access::all{}, celerity::read_only};
         celerity::accessor out{blurred, cgh, celerity::access::one_to_one{}, celerity::write_only, celerity::no_init};
-        cgh.parallel_for(extent, [=](celerity::item<2> it) {
+        cgh.parallel_for(extent, [=] CELERITY_DEVICE_LAMBDA(celerity::item<2> it) {
             if(!inside(it[0], it[1], h, w, radius)) {
                 out[it] = float3(0.f, 0.f, 0.f);
                 return;
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
     q.submit([&](celerity::handler& cgh) {
         celerity::accessor in{blurred, cgh, celerity::access::neighborhood({1, 1}), celerity::read_only};
         celerity::accessor out{output, cgh, celerity::access::one_to_one{}, celerity::write_only, celerity::no_init};
-        cgh.parallel_for(extent, [=](celerity::item<2> it) {
+        cgh.parallel_for(extent, [=] CELERITY_DEVICE_LAMBDA(celerity::item<2> it) {
             out[it] = inside(it[0], it[1], h, w, radius + 1) ? sharpen_at(it[0], it[1], [&](size_t y, size_t x) { return in[y][x]; }) : float3(0.f, 0.f, 0.f);
         });
     });

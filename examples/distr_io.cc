@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
     q.submit([&](celerity::handler& cgh) {
         celerity::accessor in{loaded, cgh, celerity::access::one_to_one{}, celerity::read_only};
         celerity::accessor out{result, cgh, transposed, celerity::write_only, celerity::no_init};
-        cgh.parallel_for(celerity::range<2>(n, n), [=](celerity::item<2> it) { out[{it[1], it[0]}] = in[it]; });
+        cgh.parallel_for(celerity::range<2>(n, n), [=] CELERITY_DEVICE_LAMBDA(celerity::item<2> it) { out[{it[1], it[0]}] = in[it]; });
     });
     const auto got = q.fence(result).get();
     bool ok = true;

@@ -14,7 +14,7 @@ int main() {
     celerity::buffer<char, 1> text(shifted.data(), celerity::range<1>(shifted.size()));
     q.submit([&](celerity::handler& cgh) {
         celerity::accessor chars{text, cgh, celerity::access::one_to_one{}, celerity::read_write};
-        cgh.parallel_for(text.get_range(), [=](celerity::item<1> it) { chars[it] -= 1; });
+        cgh.parallel_for(text.get_range(), [=] CELERITY_DEVICE_LAMBDA(celerity::item<1> it) { chars[it] -= 1; });
     });
     const auto snapshot = q.fence(text).get();
     const std::string result(snapshot.get_data(), snapshot.size());

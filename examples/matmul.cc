@@ -9,14 +9,14 @@
 namespace {
 constexpr size_t tile = 8;
 
-float a_at(size_t i, size_t j) { return static_cast<float>((i + 2 * j) % 7) - 3.f; }
-float b_at(size_t i, size_t j) { return static_cast<float>((3 * i + j) % 5) - 2.f; }
+CELERITY_HD float a_at(size_t i, size_t j) { return static_cast<float>((i + 2 * j) % 7) - 3.f; }
+CELERITY_HD float b_at(size_t i, size_t j) { return static_cast<float>((3 * i + j) % 5) - 2.f; }
 
 void fill(celerity::queue& q, celerity::buffer<float, 2> m, bool is_a) {
     q.submit([&](celerity::handler& cgh) {
         celerity::accessor out{m, cgh, celerity::access::one_to_one{}, celerity::write_only, celerity::no_init};
         celerity::debug::set_task_name(cgh, is_a ? "fill A" : "fill B");
-        cgh.parallel_for(m.get_range(), [=](celerity::item<2> it) { out[it] = is_a ? a_at(it[0], it[1]) : b_at(it[0], it[1]); });
+        cgh.parallel_for(m.get_range(), [=] CELERITY_DEVICE_LAMBDA(celerity::item<2> it) { out[it] = is_a ? a_at(it[0], it[1]) : b_at(it[0], it[1]); });
     });
 }
 
@@ -29,7 +29,7 @@ void multiply(celerity::queue& q, celerity::buffer<float, 2> a, celerity::buffer
         celerity::local_accessor<float, 2> tile_b{{tile, tile}, cgh};
         celerity::debug::set_task_name(cgh, "tiled multiply");
         const size_t n = a.get_range()[0];
-        cgh.parallel_for(celerity::nd_range<2>{c.get_range(), {tile, tile}}, [=](celerity::nd_item<2> it) {
+        cgh.parallel_for(celerity::nd_range<2>{c.get_range(), {tile, tile}}, [=] CELERITY_DEVICE_LAMBDA(celerity::nd_item<2> it) {
             const size_t row = it.get_global_id(0), col = it.get_global_id(1);
             const size_t lr = it.get_local_id(0), lc = it.get_local_id(1);
             float sum = 0.f;

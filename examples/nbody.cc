@@ -15,10 +15,10 @@ float3 initial_position(size_t i) {
     const float t = static_cast<float>(i);
     return float3(std::cos(t * 0.37f) * (1.f + 0.001f * t), std::sin(t * 0.37f) * (1.f + 0.001f * t), std::sin(t * 0.11f) * 0.2f);
 }
-float mass(size_t i) { return 1.f + static_cast<float>(i % 3); }
+CELERITY_HD float mass(size_t i) { return 1.f + static_cast<float>(i % 3); }
 
 template <typename Pos>
-float3 acceleration(size_t i, size_t n, const Pos& pos) {
+CELERITY_HD float3 acceleration(size_t i, size_t n, const Pos& pos) {
     float3 a(0.f, 0.f, 0.f);
     const float3 pi = pos(i);
     for(size_t j = 0; j < n; ++j) {
@@ -45,13 +45,13 @@ int main(int argc, char** argv) {
             celerity::accessor p{pos, cgh, celerity::access::all{}, celerity::read_only};
             celerity::accessor v{vel, cgh, celerity::access::one_to_one{}, celerity::read_write};
             celerity::debug::set_task_name(cgh, "forces");
-            cgh.parallel_for(celerity::range<1>(n), [=](celerity::item<1> it) { v[it] += dt * acceleration(it[0], n, [&](size_t j) { return p[j]; }); });
+            cgh.parallel_for(celerity::range<1>(n), [=] CELERITY_DEVICE_LAMBDA(celerity::item<1> it) { v[it] += dt * acceleration(it[0], n, [&](size_t j) { return p[j]; }); });
         });
         q.submit([&](celerity::handler& cgh) {
             celerity::accessor v{vel, cgh, celerity::access::one_to_one{}, celerity::read_only};
             celerity::accessor p{pos, cgh, celerity::access::one_to_one{}, celerity::read_write};
             celerity::debug::set_task_name(cgh, "move");
-            cgh.parallel_for(celerity::range<1>(n), [=](celerity::item<1> it) { p[it] += dt * v[it]; });
+            cgh.parallel_for(celerity::range<1>(n), [=] CELERITY_DEVICE_LAMBDA(celerity::item<1> it) { p[it] += dt * v[it]; });
         });
     }
     const auto got_p = q.fence(pos).get();

@@ -9,20 +9,22 @@
 
 namespace {
 struct box {
-    int x0, y0, x1, y1; // inclusive bounds; empty while x0 > x1
+    int16_t x0, y0, x1, y1; // inclusive bounds, empty while x0 > x1 (8 bytes: fits a CUDA atomic)
 };
 /// Combines two bounding boxes (associative and commutative; identity: the empty box).
 struct box_union {
-    box operator()(const box& a, const box& b) const { return {std::min(a.x0, b.x0), std::min(a.y0, b.y0), std::max(a.x1, b.x1), std::max(a.y1, b.y1)}; }
+    CELERITY_HD box operator()(const box& a, const box& b) const {
+        return {sycl::min(a.x0, b.x0), sycl::min(a.y0, b.y0), sycl::max(a.x1, b.x1), sycl::max(a.y1, b.y1)};
+    }
 };
-constexpr box empty_box{1 << 30, 1 << 30, -(1 << 30), -(1 << 30)};
+constexpr box empty_box{INT16_MAX, INT16_MAX, INT16_MIN, INT16_MIN};
 
 sycl::uchar4 pixel(size_t y, size_t x) {
     const auto v = [&](size_t k) { return static_cast<unsigned char>(40 + (x * k + y * (k + 3)) % 150); };
     return sycl::uchar4(v(1), v(2), v(5), 255);
 }
-float luminance(const sycl::float4& p) { return 0.2126f * p.r() + 0.7152f * p.g() + 0.0722f * p.b(); }
-bool bright(float l) { return l > 0.72f; }
+CELERITY_HD float luminance(const sycl::float4& p) { return 0.2126f * p.r() + 0.7152f * p.g() + 0.0722f * p.b(); }
+CELERITY_HD bool bright(float l) { return l > 0.72f; }
 } // namespace
 
 int main(int argc, char** argv) {
@@ -50,14 +52,14 @@ int main(int argc, char** argv) {
         auto hi = celerity::reduction(max_lum, cgh, sycl::maximum<float>(), init);
         auto sum = celerity::reduction(channel_sum, cgh, sycl::plus<uint64_t>(), init);
         auto bb = celerity::reduction(bright_box, cgh, empty_box, box_union{}, init);
-        cgh.parallel_for(extent, lo, hi, sum, bb, [=](celerity::item<2> it, auto& mn, auto& mx, auto& s, auto& b) {
+        cgh.parallel_for(extent, lo, hi, sum, bb, [=] CELERITY_DEVICE_LAMBDA(celerity::item<2> it, auto& mn, auto& mx, auto& s, auto& b) {
             const auto p = in[it].convert<float>() / 255.f;
             const float l = luminance(p);
             out[it] = l;
             mn.combine(l);
             mx.combine(l);
             s += uint64_t{in[it].r()} + in[it].g() + in[it].b();
-            if(bright(l)) b.combine(box{static_cast<int>(it[1]), static_cast<int>(it[0]), static_cast<int>(it[1]), static_cast<int>(it[0])});
+            if(bright(l)) b.combine(box{static_cast<int16_t>(it[1]), static_cast<int16_t>(it[0]), static_cast<int16_t>(it[1]), static_cast<int16_t>(it[0])});
         });
     });
     celerity::buffer<float, 2> stretched(extent);
@@ -66,7 +68,7 @@ int main(int argc, char** argv) {
         celerity::accessor lo{min_lum, cgh, celerity::read_only};
         celerity::accessor hi{max_lum, cgh, celerity::read_only};
         celerity::accessor out{stretched, cgh, celerity::access::one_to_one{}, celerity::write_only, celerity::no_init};
-        cgh.parallel_for(extent, [=](celerity::item<2> it) { out[it] = (in[it] - *lo) / (*hi - *lo); });
+        cgh.parallel_for(extent, [=] CELERITY_DEVICE_LAMBDA(celerity::item<2> it) { out[it] = (in[it] - *lo) / (*hi - *lo); });
     });
     const float got_min = *q.fence(min_lum).get(), got_max = *q.fence(max_lum).get();
     const uint64_t got_sum = *q.fence(channel_sum).get();
@@ -83,7 +85,7 @@ int main(int argc, char** argv) {
             const float l = luminance(p.convert<float>() / 255.f);
             e_min = std::min(e_min, l), e_max = std::max(e_max, l);
             e_sum += uint64_t{p.r()} + p.g() + p.b();
-            if(bright(l)) e_box = box_union{}(e_box, box{static_cast<int>(x), static_cast<int>(y), static_cast<int>(x), static_cast<int>(y)});
+            if(bright(l)) e_box = box_union{}(e_box, box{static_cast<int16_t>(x), static_cast<int16_t>(y), static_cast<int16_t>(x), static_cast<int16_t>(y)});
         }
     }
     bool ok = got_min == e_min && got_max == e_max && got_sum == e_sum && got_box.x0 == e_box.x0 && got_box.y0 == e_box.y0 && got_box.x1 == e_box.x1

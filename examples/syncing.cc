@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
 
     q.submit([&](celerity::handler& cgh) {
         celerity::accessor out{squares, cgh, celerity::access::one_to_one{}, celerity::write_only, celerity::no_init};
-        cgh.parallel_for(celerity::range<1>(n), [=](celerity::item<1> it) { out[it] = uint64_t{it[0]} * it[0]; });
+        cgh.parallel_for(celerity::range<1>(n), [=] CELERITY_DEVICE_LAMBDA(celerity::item<1> it) { out[it] = uint64_t{it[0]} * it[0]; });
     });
 
     std::vector<uint64_t> host_copy(n);

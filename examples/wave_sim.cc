@@ -11,14 +11,14 @@ struct wave_params {
     float courant2 = 0.25f; // (c dt / dx)^2, stable below 0.5
 };
 
-float initial_wave(size_t i, size_t j, size_t n) {
+CELERITY_HD float initial_wave(size_t i, size_t j, size_t n) {
     const float dy = static_cast<float>(i) - n / 4.f, dx = static_cast<float>(j) - n / 4.f, s = n / 16.f;
-    return std::exp(-(dx * dx + dy * dy) / (2.f * s * s));
+    return sycl::exp(-(dx * dx + dy * dy) / (2.f * s * s));
 }
 
 /// One update of cell (i, j): next = 2 u - prev + c2 * laplacian(u), with mirrored borders.
 template <typename Get>
-float update_cell(size_t i, size_t j, size_t n, float prev, float c2, const Get& u) {
+CELERITY_HD float update_cell(size_t i, size_t j, size_t n, float prev, float c2, const Get& u) {
     const size_t up = i > 0 ? i - 1 : i, down = i + 1 < n ? i + 1 : i;
     const size_t left = j > 0 ? j - 1 : j, right = j + 1 < n ? j + 1 : j;
     const float center = u(i, j);
@@ -32,7 +32,7 @@ void init(celerity::queue& q, celerity::buffer<float, 2> u, celerity::buffer<flo
         celerity::accessor out_prev{prev, cgh, celerity::access::one_to_one{}, celerity::write_only, celerity::no_init};
         const size_t n = u.get_range()[0];
         celerity::debug::set_task_name(cgh, "initial wave");
-        cgh.parallel_for(u.get_range(), [=](celerity::item<2> it) {
+        cgh.parallel_for(u.get_range(), [=] CELERITY_DEVICE_LAMBDA(celerity::item<2> it) {
             out_u[it] = initial_wave(it[0], it[1], n);
             out_prev[it] = out_u[it];
         });
@@ -44,7 +44,7 @@ void step(celerity::queue& q, celerity::buffer<float, 2> next_and_prev, celerity
         celerity::accessor rw{next_and_prev, cgh, celerity::access::one_to_one{}, celerity::read_write};
         celerity::accessor in{u, cgh, celerity::access::neighborhood{{1, 1}, celerity::neighborhood_shape::along_axes}, celerity::read_only};
         const size_t n = u.get_range()[0];
-        cgh.parallel_for(u.get_range(), [=](celerity::item<2> it) {
+        cgh.parallel_for(u.get_range(), [=] CELERITY_DEVICE_LAMBDA(celerity::item<2> it) {
             rw[it] = update_cell(it[0], it[1], n, rw[it], p.courant2, [&](size_t i, size_t j) { return in[i][j]; });
         });
     });

@@ -432,7 +432,8 @@ struct reduction_descriptor {
 #if defined(__CUDACC__)
 template <typename T, typename Op>
 __device__ void cuda_atomic_combine(T* target, const T& value, const Op& op) {
-    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "CUDA reductions need 4- or 8-byte elements");
+    // Other sizes are refused on the host before launching (see kernel_closure::run).
+    if constexpr(sizeof(T) == 4 || sizeof(T) == 8) {
     using word = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
     word* address = reinterpret_cast<word*>(target);
     word old = *address;
@@ -446,6 +447,7 @@ __device__ void cuda_atomic_combine(T* target, const T& value, const Op& op) {
         memcpy(&next_word, &next, sizeof(T));
         old = atomicCAS(address, assumed, next_word);
     } while(assumed != old);
+    }
 }
 #endif
 

@@ -301,7 +301,7 @@ class nd_item {
     CELERITY_HD constexpr range<Dims> get_group_range() const { return m_global_range / m_local_range; }
     CELERITY_HD constexpr size_t get_group_range(int d) const { return m_global_range[d] / m_local_range[d]; }
     CELERITY_HD constexpr id<Dims> get_offset() const { return m_offset; }
-    CELERITY_HD constexpr nd_range<Dims> get_nd_range() const { return nd_range<Dims>(m_global_range, m_local_range, m_offset); }
+    nd_range<Dims> get_nd_range() const { return nd_range<Dims>(m_global_range, m_local_range, m_offset); }
 
   private:
     id<Dims> m_global_id;

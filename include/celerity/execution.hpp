@@ -322,6 +322,8 @@ struct kernel_closure {
         if(ctx.backend == CELERITY_BACKEND_CUDA) {
 #if defined(__CUDACC__)
             if constexpr(is_device_lambda<Kernel>()) {
+                const bool word_sized = ((sizeof(std::declval<Descriptors>().identity) == 4 || sizeof(std::declval<Descriptors>().identity) == 8) && ...);
+                if(!word_sized) throw error(CELERITY_ERROR_UNSUPPORTED, "reductions on CUDA devices need 4- or 8-byte elements");
                 const hydration_scope scope(&ctx, nullptr);
                 const Kernel hydrated = kernel;
                 std::apply(
