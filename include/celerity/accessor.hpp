@@ -160,20 +160,28 @@ celerity_range_mapper make_c_mapper(handler& cgh, const RangeMapper& rm) {
     return m;
 }
 
-/// One row of a row-major allocation: `row[j]` is element j (in buffer coordinates).
+/// One row of a row-major allocation: `row[j]` is element j of the row (buffer coordinates).
 template <typename Ref, typename Ptr>
 struct row_subscript {
-    Ptr row;    // element 0 of the row's coordinate system (may lie outside the allocation)
-    size_t off; // the allocation's offset in this dimension
-    CELERITY_HD Ref operator[](size_t j) const { return row[j - off]; }
+    Ptr row; // where element 0 of the row would be (may lie outside the allocation)
+    CELERITY_HD Ref operator[](size_t j) const { return row[j]; }
 };
 /// One plane of a 3-D row-major allocation: `plane[i][j]`.
 template <typename Ref, typename Ptr>
 struct plane_subscript {
     Ptr plane;
-    size_t off1, stride1, off2;
-    CELERITY_HD row_subscript<Ref, Ptr> operator[](size_t i) const { return {plane + (i - off1) * stride1, off2}; }
+    size_t stride;
+    CELERITY_HD row_subscript<Ref, Ptr> operator[](size_t i) const { return {plane + i * stride}; }
 };
+
+/// The address where buffer element 0 would lie in an allocation starting at `base` that
+/// holds the box `alloc`, so that element (i, j, k) is `origin[(i * r1 + j) * r2 + k]`. Computed
+/// in integers: the address may lie outside the allocation and is never dereferenced there.
+template <typename T>
+CELERITY_HD T* allocation_origin(T* base, const celerity_subrange& alloc) {
+    const size_t before = (alloc.offset[0] * alloc.range[1] + alloc.offset[1]) * alloc.range[2] + alloc.offset[2];
+    return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(base) - before * sizeof(T));
+}
 
 #if defined(__CUDACC__)
 __device__ inline unsigned char* cuda_local_memory() {
@@ -226,29 +234,30 @@ class accessor {
     accessor(const buffer<T, Dims>& buf, handler& cgh, mode_tag_t<TagMode, TagTarget>, no_init_t) : accessor(buf, cgh, celerity::access::all{}) {}
 
     CELERITY_HD accessor(const accessor& other)
-        : m_base(other.m_base), m_alloc(other.m_alloc), m_accessed(other.m_accessed), m_buffer_range(other.m_buffer_range), m_index(other.m_index) {
+        : m_base(other.m_base), m_origin(other.m_origin), m_alloc(other.m_alloc), m_accessed(other.m_accessed), m_buffer_range(other.m_buffer_range),
+          m_index(other.m_index) {
 #if !defined(__CUDA_ARCH__)
         hydrate();
 #endif
     }
     CELERITY_HD accessor& operator=(const accessor& other) = default;
 
-    CELERITY_HD reference operator[](const id<Dims>& i) const { return m_base[linear(i)]; }
+    CELERITY_HD reference operator[](const id<Dims>& i) const { return m_origin[linear(i)]; }
     template <int D = Dims, std::enable_if_t<(D > 0), int> = 0>
     CELERITY_HD reference operator[](const item<Dims>& it) const {
-        return m_base[linear(it.get_id())];
+        return m_origin[linear(it.get_id())];
     }
     template <int D = Dims, std::enable_if_t<(D == 1), int> = 0>
     CELERITY_HD reference operator[](size_t i) const {
-        return m_base[i - m_alloc.offset[0]];
+        return m_origin[i];
     }
     template <int D = Dims, std::enable_if_t<(D == 2), int> = 0>
     CELERITY_HD detail::row_subscript<reference, pointer> operator[](size_t i0) const {
-        return {m_base + (i0 - m_alloc.offset[0]) * m_alloc.range[1], m_alloc.offset[1]};
+        return {m_origin + i0 * m_alloc.range[1]};
     }
     template <int D = Dims, std::enable_if_t<(D == 3), int> = 0>
     CELERITY_HD detail::plane_subscript<reference, pointer> operator[](size_t i0) const {
-        return {m_base + (i0 - m_alloc.offset[0]) * m_alloc.range[1] * m_alloc.range[2], m_alloc.offset[1], m_alloc.range[2], m_alloc.offset[2]};
+        return {m_origin + i0 * m_alloc.range[1] * m_alloc.range[2], m_alloc.range[2]};
     }
     template <int D = Dims, std::enable_if_t<(D == 0), int> = 0>
     CELERITY_HD reference operator*() const {
@@ -272,6 +281,7 @@ class accessor {
 
   private:
     pointer m_base = nullptr;
+    pointer m_origin = nullptr; // see detail::allocation_origin
     celerity_subrange m_alloc{};
     celerity_subrange m_accessed{};
     range<Dims> m_buffer_range;
@@ -286,6 +296,7 @@ class accessor {
         if(ctx == nullptr || m_index >= ctx->num_accessors) return;
         const celerity_accessor& a = ctx->accessors[m_index];
         m_base = static_cast<pointer>(a.base);
+        m_origin = detail::allocation_origin(m_base, a.allocation);
         m_alloc = a.allocation;
         m_accessed = a.accessed;
     }
@@ -293,11 +304,11 @@ class accessor {
         if constexpr(Dims == 0) {
             return 0;
         } else if constexpr(Dims == 1) {
-            return i[0] - m_alloc.offset[0];
+            return i[0];
         } else if constexpr(Dims == 2) {
-            return (i[0] - m_alloc.offset[0]) * m_alloc.range[1] + (i[1] - m_alloc.offset[1]);
+            return i[0] * m_alloc.range[1] + i[1];
         } else {
-            return ((i[0] - m_alloc.offset[0]) * m_alloc.range[1] + (i[1] - m_alloc.offset[1])) * m_alloc.range[2] + (i[2] - m_alloc.offset[2]);
+            return (i[0] * m_alloc.range[1] + i[1]) * m_alloc.range[2] + i[2];
         }
     }
 };
@@ -335,11 +346,11 @@ class local_accessor {
     }
     template <int D = Dims, std::enable_if_t<(D == 2), int> = 0>
     CELERITY_HD detail::row_subscript<T&, T*> operator[](size_t i0) const {
-        return {data() + i0 * m_range[1], 0};
+        return {data() + i0 * m_range[1]};
     }
     template <int D = Dims, std::enable_if_t<(D == 3), int> = 0>
     CELERITY_HD detail::plane_subscript<T&, T*> operator[](size_t i0) const {
-        return {data() + i0 * m_range[1] * m_range[2], 0, m_range[2], 0};
+        return {data() + i0 * m_range[1] * m_range[2], m_range[2]};
     }
     CELERITY_HD range<Dims> get_range() const { return m_range; }
     CELERITY_HD T* get_pointer() const { return data(); }
