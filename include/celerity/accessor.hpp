@@ -240,7 +240,7 @@ class accessor {
         hydrate();
 #endif
     }
-    CELERITY_HD accessor& operator=(const accessor& other) = default;
+    accessor& operator=(const accessor& other) = default;
 
     CELERITY_HD reference operator[](const id<Dims>& i) const { return m_origin[linear(i)]; }
     template <int D = Dims, std::enable_if_t<(D > 0), int> = 0>
@@ -333,7 +333,7 @@ class local_accessor {
         if(auto* memory = detail::hydration().local_memory) m_ptr = reinterpret_cast<T*>(memory + m_offset);
 #endif
     }
-    CELERITY_HD local_accessor& operator=(const local_accessor&) = default;
+    local_accessor& operator=(const local_accessor&) = default;
 
     CELERITY_HD T& operator[](const id<Dims>& i) const {
         size_t l = 0;

@@ -118,7 +118,7 @@ class coordinate {
 template <int Dims = 1>
 class range : public detail::coordinate<range, Dims> {
   public:
-    CELERITY_HD constexpr range() = default;
+    constexpr range() = default;
     template <int D = Dims, std::enable_if_t<D == 1, int> = 0>
     CELERITY_HD constexpr range(size_t r0) { (*this)[0] = r0; }
     template <int D = Dims, std::enable_if_t<D == 2, int> = 0>
@@ -142,7 +142,7 @@ range(size_t, size_t, size_t) -> range<3>;
 template <int Dims = 1>
 class id : public detail::coordinate<id, Dims> {
   public:
-    CELERITY_HD constexpr id() = default;
+    constexpr id() = default;
     template <int D = Dims, std::enable_if_t<D == 1, int> = 0>
     CELERITY_HD constexpr id(size_t i0) { (*this)[0] = i0; }
     template <int D = Dims, std::enable_if_t<D == 2, int> = 0>
@@ -167,7 +167,7 @@ struct subrange {
     id<Dims> offset;
     celerity::range<Dims> range;
 
-    CELERITY_HD constexpr subrange() = default;
+    constexpr subrange() = default;
     CELERITY_HD constexpr subrange(const id<Dims>& o, const celerity::range<Dims>& r) : offset(o), range(r) {}
     friend bool operator==(const subrange& a, const subrange& b) { return a.offset == b.offset && a.range == b.range; }
     friend bool operator!=(const subrange& a, const subrange& b) { return !(a == b); }
