@@ -7,7 +7,7 @@
 # Extra arguments go to the program: scripts/demo.sh [-N size] [-T steps].
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh >/dev/null
+scripts/setup.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc 2>/dev/null || echo 2)" --target wave_sim >/dev/null
 

@@ -83,17 +83,17 @@ find_cmake() {
 }
 
 # Debian package that provides each prerequisite, the lookup, and what to tell a user without root.
-prereqs=(c-compiler c++-compiler make cmake pkg-config mpicc mpirun libclang clang-headers dot)
+prereqs=(c-compiler c++-compiler make cmake pkg-config mpicc mpirun libclang clang-headers dot mmdebstrap)
 declare -A package=(
     [c-compiler]=gcc [c++-compiler]=g++ [make]=make [cmake]=cmake [pkg-config]=pkg-config
     [mpicc]=libopenmpi-dev [mpirun]=openmpi-bin [libclang]=libclang-dev [clang-headers]=libclang-dev
-    [dot]=graphviz
+    [dot]=graphviz [mmdebstrap]=mmdebstrap
 )
 declare -A lookup=(
     [c-compiler]="find_command cc" [c++-compiler]="find_command c++" [make]="find_command make"
     [cmake]="find_cmake" [pkg-config]="find_command pkg-config" [mpicc]="find_mpicc"
     [mpirun]="find_command mpirun" [libclang]="find_libclang" [clang-headers]="find_clang_headers"
-    [dot]="find_command dot"
+    [dot]="find_command dot" [mmdebstrap]="find_command mmdebstrap"
 )
 declare -A by_hand=(
     [c-compiler]="a C compiler as cc (gcc or clang)"
@@ -106,6 +106,7 @@ declare -A by_hand=(
     [libclang]="libclang for bindgen: set LIBCLANG_PATH to the directory holding libclang.so (module load llvm; or pip install --user libclang and point LIBCLANG_PATH at its native/ folder)"
     [clang-headers]="clang's resource headers (stddef.h) next to libclang (they come with the LLVM/clang install)"
     [dot]="Graphviz dot (only the graph-rendering tests need it)"
+    [mmdebstrap]="mmdebstrap (only scripts/fresh-machine-check.sh needs it, and it runs as root)"
 )
 
 check_all() {

@@ -12,6 +12,15 @@ step() { printf '\n=== %s (%s)\n' "$1" "$(date +%T)"; }
 step "setup"
 scripts/setup.sh
 
+# The fresh-machine check (set-up inside a minimal Debian root) is mostly downloads: it runs
+# beside the other steps and is waited for at the end.
+# The fresh root builds offline from this machine's cargo registry: fetch what Cargo.lock names.
+cargo fetch --locked >/dev/null
+step "fresh-machine check (in the background)"
+fresh_log=$(mktemp /tmp/celerity-fresh-check.XXXXXX.log)
+timeout 1500 scripts/fresh-machine-check.sh >"$fresh_log" 2>&1 &
+fresh_pid=$!
+
 # The MPI feature needs an MPI installation; the CUDA feature never needs the toolkit.
 features=cuda
 if command -v mpicc >/dev/null; then features="mpi,cuda"; fi
@@ -34,5 +43,13 @@ cmake --install build --prefix "$root/install"
 
 step "ctest"
 ctest --test-dir build --output-on-failure -j "$jobs"
+
+step "fresh-machine check (waiting)"
+if ! wait "$fresh_pid"; then
+    cat "$fresh_log"
+    echo "fresh-machine check failed" >&2
+    exit 1
+fi
+cat "$fresh_log"
 
 step "all tests passed"

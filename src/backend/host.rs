@@ -30,6 +30,7 @@ pub struct HostBackend {
     alloc_queue: ThreadQueue,
     host_lanes: Lanes,
     device_lanes: Vec<Lanes>,
+    peer_copies: bool,
 }
 
 impl HostBackend {
@@ -44,6 +45,7 @@ impl HostBackend {
             device_lanes: (0..num_devices)
                 .map(|d| Lanes::new(format!("celerity-D{d}")))
                 .collect(),
+            peer_copies,
         })
     }
 
@@ -122,6 +124,18 @@ pub(crate) fn host_launch_job(
 impl Backend for HostBackend {
     fn system_info(&self) -> &SystemInfo {
         &self.system
+    }
+
+    fn describe_devices(&self) -> String {
+        let n = self.device_lanes.len();
+        let peers = if n > 1 && self.peer_copies {
+            ", direct peer copies"
+        } else if n > 1 {
+            ", copies staged through host memory"
+        } else {
+            ""
+        };
+        format!("{n} emulated host device(s) (host memory{peers})")
     }
 
     fn enqueue_alloc(&mut self, memory: MemoryId, size: usize, align: usize) -> AsyncEvent {

@@ -96,6 +96,9 @@ pub trait Backend: Send {
     /// The node's devices and memories.
     fn system_info(&self) -> &SystemInfo;
 
+    /// The devices in words for the startup line: kind, name and memory of each.
+    fn describe_devices(&self) -> String;
+
     /// Allocates `size` bytes aligned to `align` in `memory` (host or a device's memory).
     fn enqueue_alloc(&mut self, memory: MemoryId, size: usize, align: usize) -> AsyncEvent;
 

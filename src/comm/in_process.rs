@@ -167,6 +167,14 @@ impl Communicator for InProcessCommunicator {
         self.fabric.num_nodes
     }
 
+    fn describe(&self) -> String {
+        if self.fabric.num_nodes == 1 {
+            "local (one process, no MPI)".to_owned()
+        } else {
+            format!("in-process fabric of {} nodes", self.fabric.num_nodes)
+        }
+    }
+
     fn local_node(&self) -> NodeId {
         self.node
     }

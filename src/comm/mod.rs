@@ -128,6 +128,17 @@ pub trait Communicator: Send {
     /// in the same order.
     fn collective_clone(&mut self) -> Result<Box<dyn Communicator>>;
 
+    /// This process's rank among the processes on the same host, and their number: which of the
+    /// host's GPUs this node takes. A communicator without a notion of hosts answers `(0, 1)`.
+    fn host_local_rank(&self) -> Result<(usize, usize)> {
+        Ok((0, 1))
+    }
+
+    /// The communicator in words for the startup line (which transport, which library).
+    fn describe(&self) -> String {
+        format!("{} node(s)", self.num_nodes())
+    }
+
     /// Blocks until every node has called it. Collective.
     fn collective_barrier(&mut self) -> Result<()>;
 

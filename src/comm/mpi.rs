@@ -396,6 +396,42 @@ impl Communicator for MpiCommunicator {
         self.size
     }
 
+    fn host_local_rank(&self) -> Result<(usize, usize)> {
+        let mut local = MaybeUninit::<ffi::MPI_Comm>::uninit();
+        // SAFETY: `self.comm` is a valid communicator; MPI writes the new one into `local`.
+        // Collective over `self.comm`: every rank selects its devices at start-up.
+        check(
+            unsafe {
+                ffi::MPI_Comm_split_type(
+                    self.comm,
+                    ffi::RSMPI_COMM_TYPE_SHARED,
+                    self.rank as c_int,
+                    ffi::RSMPI_INFO_NULL,
+                    local.as_mut_ptr(),
+                )
+            },
+            "MPI_Comm_split_type",
+        )?;
+        // SAFETY: MPI_Comm_split_type succeeded, so `local` is initialised.
+        let mut local = unsafe { local.assume_init() };
+        let (mut rank, mut size) = (0, 0);
+        // SAFETY: `local` is valid; the out-pointers are valid ints; `local` is freed once.
+        let outcome = unsafe {
+            check(ffi::MPI_Comm_rank(local, &mut rank), "MPI_Comm_rank")
+                .and_then(|()| check(ffi::MPI_Comm_size(local, &mut size), "MPI_Comm_size"))
+                .and_then(|()| check(ffi::MPI_Comm_free(&mut local), "MPI_Comm_free"))
+        };
+        outcome.map(|()| (rank as usize, size as usize))
+    }
+
+    fn describe(&self) -> String {
+        let library = library_version().unwrap_or_else(|_| "unknown MPI library".to_owned());
+        // The identification string goes on with package, repository revision and date; its
+        // first part names the implementation and version.
+        let first = library.split([',', '\n']).next().unwrap_or_default().trim();
+        format!("MPI ({first})")
+    }
+
     fn local_node(&self) -> NodeId {
         NodeId(self.rank as u64)
     }

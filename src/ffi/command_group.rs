@@ -23,6 +23,7 @@ use super::range_mapper::*;
 use super::reduction::{celerity_reduction_op, reducer_of};
 use super::runtime::with_runtime;
 use super::status::celerity_status;
+use crate::backend::cuda_error_names::kernel_failure_message;
 use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
 use crate::error::{Error, ErrorKind, Result};
 use crate::executor::payload::Reducer;
@@ -460,10 +461,15 @@ fn c_launcher(
             let code = unsafe { kernel(&context, user_data.get()) };
             match (take_kernel_failure(&context), code) {
                 (None, 0) => Ok(()),
-                (None, code) => Err(Error::new(
-                    ErrorKind::TaskFailed,
-                    format!("the kernel returned {code}"),
-                )),
+                (None, code) => {
+                    let cuda_device = environment
+                        .cuda
+                        .then(|| invocation.device.map_or(0, |d| d.0));
+                    Err(Error::new(
+                        ErrorKind::TaskFailed,
+                        kernel_failure_message(code, cuda_device),
+                    ))
+                }
                 (Some(message), _) => Err(Error::new(
                     ErrorKind::TaskFailed,
                     format!("the kernel failed: {message}"),

@@ -161,13 +161,29 @@ extern "C" fn shutdown_at_exit() {
         return;
     }
     if matches!(&*RUNTIME.lock(), Slot::Running { .. }) {
-        tracing::warn!("the program exited without celerity_runtime_shutdown; shutting down now");
-        let status = celerity_runtime_shutdown();
-        if status != super::status::CELERITY_OK {
-            eprintln!(
-                "celerity: shutdown at exit failed: {}",
-                boundary::last_error_message_string()
-            );
+        // By now this thread's thread-locals may already be destroyed (the log formatter keeps
+        // its buffer in one, and touching it panics), so the shutdown runs on a fresh thread
+        // that becomes the runtime's thread for it; the exiting thread waits.
+        let outcome = std::thread::Builder::new()
+            .name("celerity-exit".to_owned())
+            .spawn(|| {
+                let this_thread = std::thread::current().id();
+                *RUNTIME_THREAD.lock() = Some(this_thread);
+                if let Slot::Running { thread, .. } = &mut *RUNTIME.lock() {
+                    *thread = this_thread;
+                }
+                tracing::warn!(
+                    "the program exited without celerity_runtime_shutdown; shutting down now"
+                );
+                let status = celerity_runtime_shutdown();
+                (status != super::status::CELERITY_OK).then(boundary::last_error_message_string)
+            })
+            .map(|thread| thread.join());
+        match outcome {
+            Ok(Ok(None)) => {}
+            Ok(Ok(Some(message))) => eprintln!("celerity: shutdown at exit failed: {message}"),
+            Ok(Err(_)) => eprintln!("celerity: shutdown at exit panicked"),
+            Err(error) => eprintln!("celerity: shutdown at exit could not start a thread: {error}"),
         }
     }
 }

@@ -97,6 +97,8 @@ pub struct Config {
     pub overlapping_write: ErrorPolicy,
     /// `stall_timeout`: report pending instructions when none completed for this long.
     pub stall_timeout: Duration,
+    /// `pinned_memory_limit`: most bytes of page-locked host memory the CUDA backend holds.
+    pub pinned_memory_limit: usize,
 }
 
 impl Default for Config {
@@ -116,6 +118,7 @@ impl Default for Config {
             uninitialized_read: ErrorPolicy::Log,
             overlapping_write: ErrorPolicy::Log,
             stall_timeout: Duration::from_secs(20),
+            pinned_memory_limit: DEFAULT_PINNED_MEMORY_LIMIT,
         }
     }
 }
@@ -127,16 +130,33 @@ struct Key {
     apply: fn(&mut Config, &str) -> Option<()>,
 }
 
+/// Names are matched in any case, as C++ Celerity's environment parsing does.
 fn choice<T: Copy>(value: &str, choices: &[(&str, T)]) -> Option<T> {
     choices
         .iter()
-        .find(|(name, _)| *name == value)
+        .find(|(name, _)| name.eq_ignore_ascii_case(value))
         .map(|&(_, v)| v)
 }
 
-fn on_off(value: &str) -> Option<bool> {
-    choice(value, &[("on", true), ("off", false)])
+/// The boolean spellings C++ Celerity accepts, so users can bring their environment along.
+fn boolean(value: &str) -> Option<bool> {
+    choice(
+        value,
+        &[
+            ("1", true),
+            ("0", false),
+            ("true", true),
+            ("false", false),
+            ("on", true),
+            ("off", false),
+            ("yes", true),
+            ("no", false),
+        ],
+    )
 }
+
+/// What the messages list for a boolean key.
+const BOOLEAN_ACCEPTS: &str = "on/off, true/false, yes/no, 1/0 (any case)";
 
 fn positive(value: &str, max: u32) -> Option<u32> {
     value.parse::<u32>().ok().filter(|&n| n >= 1 && n <= max)
@@ -159,6 +179,22 @@ fn seconds(value: &str) -> Option<Duration> {
     (secs.is_finite() && secs > 0.0 && secs <= 86400.0).then(|| Duration::from_secs_f64(secs))
 }
 
+/// The default of `pinned_memory_limit` (4 GiB).
+pub const DEFAULT_PINNED_MEMORY_LIMIT: usize = 4 << 30;
+
+/// A byte count with an optional binary suffix (`K`, `M`, `G`, `T`), at most 1 TiB.
+fn byte_count(value: &str) -> Option<usize> {
+    let (digits, shift) = match value.as_bytes().last()? {
+        b'K' => (&value[..value.len() - 1], 10),
+        b'M' => (&value[..value.len() - 1], 20),
+        b'G' => (&value[..value.len() - 1], 30),
+        b'T' => (&value[..value.len() - 1], 40),
+        _ => (value, 0),
+    };
+    let bytes = digits.parse::<u64>().ok()?.checked_mul(1 << shift)?;
+    (bytes <= 1 << 40).then(|| usize::try_from(bytes).ok())?
+}
+
 fn non_empty_path(value: &str) -> Option<PathBuf> {
     (!value.is_empty()).then(|| PathBuf::from(value))
 }
@@ -166,7 +202,7 @@ fn non_empty_path(value: &str) -> Option<PathBuf> {
 const KEYS: &[Key] = &[
     Key {
         name: "log_level",
-        accepts: "trace, debug, info, warn, err, off",
+        accepts: "trace, debug, info, warn, err, critical, off (any case)",
         apply: |c, v| {
             use LogLevel::*;
             let levels = [
@@ -174,7 +210,11 @@ const KEYS: &[Key] = &[
                 ("debug", Debug),
                 ("info", Info),
                 ("warn", Warn),
+                ("warning", Warn),
                 ("err", Err),
+                ("error", Err),
+                // The runtime logs nothing above error, so critical shows the same lines as err.
+                ("critical", Err),
                 ("off", Off),
             ];
             c.log_level = choice(v, &levels)?;
@@ -196,9 +236,9 @@ const KEYS: &[Key] = &[
     },
     Key {
         name: "host_device_peer_copies",
-        accepts: "on, off",
+        accepts: BOOLEAN_ACCEPTS,
         apply: |c, v| {
-            c.host_device_peer_copies = on_off(v)?;
+            c.host_device_peer_copies = boolean(v)?;
             Some(())
         },
     },
@@ -241,9 +281,9 @@ const KEYS: &[Key] = &[
     },
     Key {
         name: "print_graphs",
-        accepts: "on, off",
+        accepts: BOOLEAN_ACCEPTS,
         apply: |c, v| {
-            c.print_graphs = on_off(v)?;
+            c.print_graphs = boolean(v)?;
             Some(())
         },
     },
@@ -292,6 +332,14 @@ const KEYS: &[Key] = &[
         accepts: "a number of seconds greater than 0 and at most 86400 (e.g. 20 or 0.5)",
         apply: |c, v| {
             c.stall_timeout = seconds(v)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "pinned_memory_limit",
+        accepts: "a byte count with an optional K, M, G or T suffix (binary), at most 1T (e.g. 4G)",
+        apply: |c, v| {
+            c.pinned_memory_limit = byte_count(v)?;
             Some(())
         },
     },
@@ -459,6 +507,42 @@ mod tests {
     }
 
     #[test]
+    fn booleans_and_log_levels_take_celerity_spellings_in_any_case() {
+        for (value, expected) in [
+            ("1", true),
+            ("0", false),
+            ("TRUE", true),
+            ("False", false),
+            ("On", true),
+            ("OFF", false),
+            ("yes", true),
+            ("No", false),
+        ] {
+            let (c, warnings) = ConfigBuilder::default()
+                .build(env(&[("CELERITY_PRINT_GRAPHS", value)]))
+                .unwrap();
+            assert!(warnings.is_empty(), "{value}: {warnings:?}");
+            assert_eq!(c.print_graphs, expected, "CELERITY_PRINT_GRAPHS={value}");
+        }
+        let error = ConfigBuilder::default()
+            .set("print_graphs", "maybe")
+            .unwrap_err();
+        assert!(error.message().contains("yes/no"), "{}", error.message());
+        for (value, expected) in [
+            ("DEBUG", LogLevel::Debug),
+            ("Warn", LogLevel::Warn),
+            ("critical", LogLevel::Err),
+            ("error", LogLevel::Err),
+            ("OFF", LogLevel::Off),
+        ] {
+            let (c, _) = ConfigBuilder::default()
+                .build(env(&[("CELERITY_LOG_LEVEL", value)]))
+                .unwrap();
+            assert_eq!(c.log_level, expected, "CELERITY_LOG_LEVEL={value}");
+        }
+    }
+
+    #[test]
     fn stall_timeout_defaults_to_20_s_and_rejects_non_positive_values() {
         assert_eq!(Config::default().stall_timeout, Duration::from_secs(20));
         let mut builder = ConfigBuilder::default();
@@ -486,6 +570,31 @@ mod tests {
             "{}",
             error.message()
         );
+    }
+
+    #[test]
+    fn pinned_memory_limit_takes_byte_counts_with_binary_suffixes() {
+        assert_eq!(Config::default().pinned_memory_limit, 4 << 30);
+        let mut builder = ConfigBuilder::default();
+        for bad in ["", "G", "-1", "1.5G", "2T", "4g", "99999999999999999999"] {
+            let error = builder.set("pinned_memory_limit", bad).unwrap_err();
+            assert!(
+                error.message().contains("byte count"),
+                "{bad}: {}",
+                error.message()
+            );
+        }
+        builder.set("pinned_memory_limit", "512M").unwrap();
+        let (c, _) = builder.build(env(&[])).unwrap();
+        assert_eq!(c.pinned_memory_limit, 512 << 20);
+        let (c, _) = ConfigBuilder::default()
+            .build(env(&[("CELERITY_PINNED_MEMORY_LIMIT", "0")]))
+            .unwrap();
+        assert_eq!(c.pinned_memory_limit, 0);
+        let (c, _) = ConfigBuilder::default()
+            .build(env(&[("CELERITY_PINNED_MEMORY_LIMIT", "1T")]))
+            .unwrap();
+        assert_eq!(c.pinned_memory_limit, 1 << 40);
     }
 
     #[test]

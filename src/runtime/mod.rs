@@ -198,6 +198,13 @@ impl Runtime {
         let started = Instant::now();
         let selection = devices::select(&config, communicator)?;
         crate::debug::logging::set_node(selection.node);
+        tracing::info!(
+            "celerity {} (Rust runtime), node {} of {}; {}",
+            env!("CARGO_PKG_VERSION"),
+            selection.node.0,
+            selection.num_nodes,
+            selection.description
+        );
         let info = RuntimeInfo {
             node: selection.node.0 as u32,
             num_nodes: selection.num_nodes as u32,
@@ -377,7 +384,7 @@ impl Runtime {
             let allocation = self.user_allocation();
             self.executor.send(ExecutorMessage::TrackUserAllocation(
                 allocation,
-                UserMemory::Owned(bytes.to_vec()),
+                UserMemory::Owned(crate::backend::parallel_copy::to_vec(bytes)),
             ));
             allocation
         });
