@@ -220,6 +220,21 @@ void host_tasks_and_objects(celerity::queue& q) {
     EXPECT(q.fence(ref).get() == 5);
 }
 
+// The deprecated distr_queue still works (C++ Celerity 0.7 programs use it).
+void deprecated_distr_queue() {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    celerity::distr_queue dq;
+    celerity::buffer<int, 1> b(celerity::range<1>(32));
+    dq.submit([&](celerity::handler& cgh) {
+        celerity::accessor w{b, cgh, celerity::access::one_to_one{}, celerity::write_only, celerity::no_init};
+        cgh.parallel_for(celerity::range<1>(32), [=](celerity::item<1> it) { w[it] = 3 * static_cast<int>(it[0]); });
+    });
+    dq.slow_full_sync();
+    EXPECT(dq.fence(b).get()[31] == 93);
+#pragma GCC diagnostic pop
+}
+
 void c_call_errors(celerity::queue& q) {
     celerity::buffer<int, 1> b(celerity::range<1>(10));
     bool thrown = false;
@@ -283,6 +298,7 @@ int main(int argc, char** argv) {
     nd_range_kernels(q);
     reductions(q);
     host_tasks_and_objects(q);
+    deprecated_distr_queue();
     c_call_errors(q);
     kernel_exception(q, mode == "host_task");
     std::printf("test_cxx_frontend: %s\n", failures == 0 ? "all checks passed" : "FAILED");

@@ -445,19 +445,19 @@ template <typename T, typename Op>
 __device__ void cuda_atomic_combine(T* target, const T& value, const Op& op) {
     // Other sizes are refused on the host before launching (see kernel_closure::run).
     if constexpr(sizeof(T) == 4 || sizeof(T) == 8) {
-    using word = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
-    word* address = reinterpret_cast<word*>(target);
-    word old = *address;
-    word assumed;
-    do {
-        assumed = old;
-        T current;
-        memcpy(&current, &assumed, sizeof(T));
-        const T next = op(current, value);
-        word next_word;
-        memcpy(&next_word, &next, sizeof(T));
-        old = atomicCAS(address, assumed, next_word);
-    } while(assumed != old);
+        using word = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
+        word* address = reinterpret_cast<word*>(target);
+        word old = *address;
+        word assumed;
+        do {
+            assumed = old;
+            T current;
+            memcpy(&current, &assumed, sizeof(T));
+            const T next = op(current, value);
+            word next_word;
+            memcpy(&next_word, &next, sizeof(T));
+            old = atomicCAS(address, assumed, next_word);
+        } while(assumed != old);
     }
 }
 #endif

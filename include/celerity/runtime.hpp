@@ -3,6 +3,7 @@
 #ifndef CELERITY_RUNTIME_HPP
 #define CELERITY_RUNTIME_HPP
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
