@@ -256,7 +256,7 @@ void c_call_errors(celerity::queue& q) {
     q.wait(celerity::experimental::barrier); // still usable
 }
 
-void kernel_exception(celerity::queue& q, bool in_host_task) {
+void kernel_exception(celerity::queue& q, bool in_host_task, bool in_fibers) {
     celerity::buffer<int, 1> b(celerity::range<1>(64));
     q.submit([&](celerity::handler& cgh) {
         celerity::debug::set_task_name(cgh, "throwing task");
@@ -265,6 +265,16 @@ void kernel_exception(celerity::queue& q, bool in_host_task) {
             cgh.host_task(celerity::on_master_node, [=] {
                 (void)acc;
                 throw std::runtime_error("host task gave up");
+            });
+        } else if(in_fibers) {
+            // Thrown on a work item's fiber after a barrier.
+            celerity::accessor acc{b, cgh, celerity::access::one_to_one{}, celerity::write_only, celerity::no_init};
+            celerity::local_accessor<int, 1> scratch{8, cgh};
+            cgh.parallel_for(celerity::nd_range<1>(64, 8), [=](celerity::nd_item<1> it) {
+                scratch[it.get_local_id(0)] = 1;
+                celerity::group_barrier(it.get_group());
+                if(it.get_local_id(0) == 1) throw std::out_of_range("element " + std::to_string(it.get_global_id(0)) + " is cursed");
+                acc[it.get_global_id()] = scratch[0];
             });
         } else {
             celerity::accessor acc{b, cgh, celerity::access::one_to_one{}, celerity::write_only, celerity::no_init};
@@ -300,7 +310,7 @@ int main(int argc, char** argv) {
     host_tasks_and_objects(q);
     deprecated_distr_queue();
     c_call_errors(q);
-    kernel_exception(q, mode == "host_task");
+    kernel_exception(q, mode == "host_task", mode == "nd_range");
     std::printf("test_cxx_frontend: %s\n", failures == 0 ? "all checks passed" : "FAILED");
     return failures == 0 ? 0 : 1;
 }

@@ -32,6 +32,29 @@
 #define CELERITY_HOST_FIBER_STACK_SIZE (256 * 1024)
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(CELERITY_FIBERS_UCONTEXT)
+#define CELERITY_FIBERS_X86_64 1
+// Saves the callee-saved registers and the FP control words on the current stack, stores the
+// stack pointer to *save and continues on `target` (a stack saved the same way, or a new one
+// prepared by host_group_runner::start_fiber). A COMDAT section keeps one copy per program
+// however many translation units include this header. swapcontext would also save the signal
+// mask with a system call per switch; fibers here never change it.
+__asm__(".pushsection .text.celerity_fiber_switch,\"axG\",@progbits,celerity_fiber_switch,comdat\n"
+        ".weak celerity_fiber_switch\n"
+        ".hidden celerity_fiber_switch\n"
+        ".type celerity_fiber_switch,@function\n"
+        "celerity_fiber_switch:\n"
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  subq $8, %rsp\n  stmxcsr (%rsp)\n  fnstcw 4(%rsp)\n"
+        "  movq %rsp, (%rdi)\n  movq %rsi, %rsp\n"
+        "  ldmxcsr (%rsp)\n  fldcw 4(%rsp)\n  addq $8, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n"
+        ".size celerity_fiber_switch, .-celerity_fiber_switch\n"
+        ".popsection\n");
+extern "C" void celerity_fiber_switch(void** save, void* target);
+#endif
+
 namespace celerity {
 namespace detail {
 
@@ -91,20 +114,27 @@ class host_group_runner {
     void barrier() {
         if(m_mode == mode::direct) throw error(CELERITY_ERROR_TASK_FAILED, "group_barrier was not reached by every work item of a group");
         if(m_mode != mode::fiber) throw error(CELERITY_ERROR_TASK_FAILED, "group_barrier called outside an nd_range kernel");
-        fiber& f = *m_fibers[m_current];
-        swapcontext(&f.context, &m_main);
+        switch_to_main(*m_fibers[m_current]);
     }
 
   private:
     enum class mode { none, fiber, direct };
     struct fiber {
+#if defined(CELERITY_FIBERS_X86_64)
+        void* sp = nullptr; // the suspended fiber's stack pointer
+#else
         ucontext_t context;
+#endif
         std::unique_ptr<char[]> stack;
         size_t local_id = 0;
         bool finished = true;
     };
-    std::vector<std::unique_ptr<fiber>> m_fibers; // stable addresses: a suspended ucontext_t must not move
+    std::vector<std::unique_ptr<fiber>> m_fibers; // stable addresses: suspended contexts must not move
+#if defined(CELERITY_FIBERS_X86_64)
+    void* m_main_sp = nullptr;
+#else
     ucontext_t m_main;
+#endif
     size_t m_current = 0;
     mode m_mode = mode::none;
     item_fn m_fn = nullptr;
@@ -117,18 +147,43 @@ class host_group_runner {
     void start_fiber(size_t index, size_t local_id) {
         fiber& f = *m_fibers[index];
         if(!f.stack) f.stack.reset(new char[CELERITY_HOST_FIBER_STACK_SIZE]);
+        f.local_id = local_id;
+        f.finished = false;
+#if defined(CELERITY_FIBERS_X86_64)
+        // The frame celerity_fiber_switch pops: FP control words, six registers, then `entry`
+        // as the return address, with the stack aligned as after a call.
+        auto top = reinterpret_cast<uintptr_t>(f.stack.get() + CELERITY_HOST_FIBER_STACK_SIZE) & ~uintptr_t{15};
+        auto* frame = reinterpret_cast<uint64_t*>(top) - 9; // entry starts with rsp = top - 8
+        uint32_t control[2];
+        __asm__ volatile("stmxcsr %0\n fnstcw %1" : "=m"(control[0]), "=m"(control[1]));
+        std::memcpy(&frame[0], control, sizeof control);
+        for(int r = 1; r <= 6; ++r) frame[r] = 0;
+        frame[7] = reinterpret_cast<uint64_t>(&host_group_runner::entry);
+        frame[8] = 0; // entry never returns
+        f.sp = frame;
+#else
         getcontext(&f.context);
         f.context.uc_stack.ss_sp = f.stack.get();
         f.context.uc_stack.ss_size = CELERITY_HOST_FIBER_STACK_SIZE;
         f.context.uc_link = &m_main;
-        f.local_id = local_id;
-        f.finished = false;
         makecontext(&f.context, &host_group_runner::entry, 0);
+#endif
     }
     void resume(size_t index) {
         m_current = index;
         m_mode = mode::fiber;
+#if defined(CELERITY_FIBERS_X86_64)
+        celerity_fiber_switch(&m_main_sp, m_fibers[index]->sp);
+#else
         swapcontext(&m_main, &m_fibers[index]->context);
+#endif
+    }
+    void switch_to_main(fiber& f) {
+#if defined(CELERITY_FIBERS_X86_64)
+        celerity_fiber_switch(&f.sp, m_main_sp);
+#else
+        swapcontext(&f.context, &m_main);
+#endif
     }
     static void entry() {
         host_group_runner& self = current();
@@ -139,7 +194,11 @@ class host_group_runner {
             if(!self.m_error) self.m_error = std::current_exception();
         }
         f.finished = true;
-        // returning switches to uc_link (m_main)
+        // Back to the runner for good (ucontext: returning switches to uc_link).
+#if defined(CELERITY_FIBERS_X86_64)
+        self.switch_to_main(f);
+        __builtin_unreachable();
+#endif
     }
 };
 
