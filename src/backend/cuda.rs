@@ -1,4 +1,4 @@
-//! The CUDA backend (cudarc, driver API, loaded at run time; digest 6.6).
+//! The CUDA backend (cudarc, driver API, loaded at run time; C++ Celerity: `backend/backend.h`).
 //!
 //! The library is built without the CUDA toolkit and runs with or without a GPU: the driver
 //! (`libcuda.so`) is loaded on first use, and its absence is an `Unsupported` error, not a crash.
@@ -570,8 +570,8 @@ impl Backend for CudaBackend {
             .map(|(i, device)| {
                 let name = result::device::get_name(device.cu_device)
                     .unwrap_or_else(|_| "unknown device".to_owned());
-                // SAFETY: `cu_device` is a valid device handle.
                 let ordinal = device.ordinal;
+                // SAFETY: `cu_device` is a valid device handle.
                 match unsafe { result::device::total_mem(device.cu_device) } {
                     Ok(bytes) => format!(
                         "D{i} = CUDA device {ordinal} {name} ({:.1} GiB)",
@@ -686,9 +686,9 @@ impl Backend for CudaBackend {
                 self.submit_to_stream(device, index, move |stream| {
                     let (source, dest) = (source, dest);
                     let ends = (memory_kind(source.0, &pool), memory_kind(dest.0, &pool));
-                    // SAFETY (both branches): the caller guarantees validity until the event
-                    // completes, which happens only after the stream passed the copy.
                     match staging_direction(ends, &layout) {
+                        // SAFETY: the caller guarantees validity until the event
+                        // completes, which happens only after the stream passed the copy.
                         Some(direction) => unsafe {
                             let (host, device) = match direction {
                                 Direction::ToDevice => (source.0, dest.0),
@@ -708,6 +708,7 @@ impl Backend for CudaBackend {
                                 &pool,
                             )
                         },
+                        // SAFETY: as above.
                         None => unsafe {
                             enqueue_layout_copy(source.0, dest.0, ends, &layout, stream.0)
                         },

@@ -1,5 +1,6 @@
 //! The system model the instruction graph generator plans against: which memories exist, which
-//! device each memory belongs to, and which memories can copy to which directly (digest 5.1).
+//! device each memory belongs to, and which memories can copy to which directly (C++ Celerity:
+//! `system_info.h`).
 //!
 //! Memory 0 is user memory (pointers handed in by the program), memory 1 runtime-managed host
 //! memory, and memory 2 + d the native memory of local device d.

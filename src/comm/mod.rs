@@ -1,6 +1,7 @@
 //! Communicators: how nodes exchange pilots, payloads and collectives.
 //!
-//! The executor talks to other nodes only through the [`Communicator`] trait (digest 6.5):
+//! The executor talks to other nodes only through the [`Communicator`] trait (C++ Celerity:
+//! `communicator.h`):
 //!
 //! * **Pilots** announce a payload before it is sent: which transfer (`TransferId`), which box of
 //!   the buffer, and the `MessageId` that pairs pilot and payload. Pilots are fire-and-forget and

@@ -7,22 +7,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
-/// Verbosity of the runtime's log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
-    /// Everything, including per-instruction events.
-    Trace,
-    /// Details useful when debugging the runtime.
-    Debug,
-    /// Normal operation (the default).
-    Info,
-    /// Suspicious behaviour.
-    Warn,
-    /// Errors only.
-    Err,
-    /// Nothing.
-    Off,
-}
+pub use crate::policy::{ErrorPolicy, GraphFormat, LogLevel, Lookahead};
 
 /// Which devices the runtime uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,37 +18,6 @@ pub enum DeviceSelection {
     Cuda,
     /// `n` emulated devices on the CPU, each with its own memory and worker thread.
     Host(u32),
-}
-
-/// How far ahead the scheduler looks before compiling commands into instructions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lookahead {
-    /// Compile every command immediately.
-    None,
-    /// Hold back allocating commands until two horizons have passed (Celerity's default).
-    Auto,
-    /// Hold back until a flush, fence or epoch.
-    Infinite,
-}
-
-/// What to do when a program reads uninitialised data or writes overlapping regions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorPolicy {
-    /// Do not check.
-    Ignore,
-    /// Log a warning.
-    Log,
-    /// Fail with `CELERITY_ERROR_ACCESS_PATTERN`.
-    Error,
-}
-
-/// Output format of the graphs written with `print_graphs=on`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GraphFormat {
-    /// Graphviz.
-    Dot,
-    /// JSON nodes and edges for users' own tools.
-    Json,
 }
 
 /// The validated configuration of a runtime.

@@ -54,6 +54,7 @@ fn invocation(device: DeviceId, base: *mut u8, elements: usize) -> KernelInvocat
             base: SendPtr(base),
             allocated_box: whole,
             accessed_box: whole,
+            elem_size: 4,
         }],
         reductions: Vec::new(),
         reduction_identities: Vec::new(),
