@@ -6,6 +6,7 @@
 //! devices and allocations), [`host_memory`] (aligned host allocations), [`nd_memory`] (n-D box
 //! copies) and [`system_info`] (the memories and devices the instruction graph plans against).
 
+pub mod bounds;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod event;

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 use smallvec::SmallVec;
 
+use super::bounds_check::{self, ArmedCheck};
 use super::engine::{Assignment, OutOfOrderEngine, Target};
 use super::payload::{HostObjectInstance, Reducer, UserMemory, launcher_of, promise_of};
 use super::receive_arbiter::ReceiveArbiter;
@@ -41,10 +42,11 @@ use crate::grid::{GridBox, Subrange};
 use crate::instruction::{
     BufferAccessAllocation, CopyLayout, Instruction, InstructionGarbage, InstructionKind,
 };
+use crate::runtime::config::ErrorPolicy;
 use crate::task::{EpochAction, Task};
 use crate::types::{
-    AllocationId, CollectiveGroupId, HostObjectId, IdMap, InstructionId, MemoryId, ReductionId,
-    TaskId,
+    AllocationId, BufferId, CollectiveGroupId, HostObjectId, IdMap, InstructionId, MemoryId,
+    ReductionId, TaskId,
 };
 
 /// What the executor reports back, on its own thread.
@@ -55,6 +57,10 @@ pub trait ExecutorDelegate: Send + Sync {
     fn epoch_reached(&self, task: TaskId);
     /// An instruction failed; the message names its task.
     fn async_error(&self, error: Error);
+    /// The debug name of buffer `bid`, for messages.
+    fn buffer_name(&self, _bid: BufferId) -> Option<String> {
+        None
+    }
     /// No instruction completed for `stall_timeout`; `report` lists what is pending (it is also
     /// logged as a warning). Called once per stall.
     fn stall_detected(&self, _report: &str) {}
@@ -83,6 +89,8 @@ pub struct ExecutorConfig {
     pub stall_timeout: Duration,
     /// Record a trace of executed instructions, timed from this instant (`trace_file`).
     pub trace_epoch: Option<Instant>,
+    /// `accessor_boundary_check`: `Ignore` hands kernels no bounds records.
+    pub accessor_boundary_check: ErrorPolicy,
 }
 
 impl Default for ExecutorConfig {
@@ -90,6 +98,7 @@ impl Default for ExecutorConfig {
         Self {
             stall_timeout: Duration::from_secs(20),
             trace_epoch: None,
+            accessor_boundary_check: ErrorPolicy::Ignore,
         }
     }
 }
@@ -198,6 +207,8 @@ struct Executor {
     stall_reported: bool,
     /// Present only with `trace_file`: one check per dispatch and retirement otherwise.
     trace: Option<Box<TraceLog>>,
+    /// The bounds records of running kernel and host-task chunks.
+    bounds_checks: HashMap<InstructionId, ArmedCheck>,
 }
 
 fn task_context(task: &Task) -> String {
@@ -237,6 +248,7 @@ impl Executor {
             last_progress: Instant::now(),
             stall_reported: false,
             trace,
+            bounds_checks: HashMap::new(),
         }
     }
 
@@ -382,6 +394,9 @@ impl Executor {
     }
 
     fn complete(&mut self, id: InstructionId) {
+        if let Some(check) = self.bounds_checks.remove(&id) {
+            self.report_bounds_violations(id, &check);
+        }
         if let Some(trace) = &mut self.trace {
             trace.instruction_retired(id);
         }
@@ -405,6 +420,37 @@ impl Executor {
             None => format!("instruction {id}"),
         };
         self.delegate.async_error(error.context(context));
+    }
+
+    fn report_bounds_violations(&self, id: InstructionId, check: &ArmedCheck) {
+        let Some(
+            InstructionKind::DeviceKernel { task, .. } | InstructionKind::HostTask { task, .. },
+        ) = self.instructions.get(&id).map(|i| i.kind())
+        else {
+            return;
+        };
+        let delegate = &self.delegate;
+        let report = bounds_check::violations(check, task, &|bid| delegate.buffer_name(bid));
+        if let Some(error) =
+            report.and_then(|r| bounds_check::apply(self.config.accessor_boundary_check, r))
+        {
+            self.delegate.async_error(error);
+        }
+    }
+
+    /// With `accessor_boundary_check`, gives `invocation`'s accessors their records.
+    fn arm_bounds_check(
+        &mut self,
+        id: InstructionId,
+        invocation: &mut KernelInvocation,
+    ) -> Result<()> {
+        if self.config.accessor_boundary_check == ErrorPolicy::Ignore {
+            return Ok(());
+        }
+        if let Some(check) = bounds_check::arm(self.backend.as_ref(), invocation)? {
+            self.bounds_checks.insert(id, check);
+        }
+        Ok(())
     }
 
     fn pointer(&self, allocation: AllocationId) -> Result<usize> {
@@ -518,7 +564,7 @@ impl Executor {
                 reductions,
                 ..
             } => {
-                let invocation = self.invocation(
+                let mut invocation = self.invocation(
                     task,
                     *execution_box,
                     accesses,
@@ -526,6 +572,7 @@ impl Executor {
                     Some(*device),
                     CollectiveGroupId::NONE,
                 )?;
+                self.arm_bounds_check(assignment.id, &mut invocation)?;
                 let launcher = launcher_of(task)?;
                 events.push(self.backend.enqueue_device_kernel(
                     *device,
@@ -541,8 +588,9 @@ impl Executor {
                 collective_group,
                 ..
             } => {
-                let invocation =
+                let mut invocation =
                     self.invocation(task, *execution_box, accesses, &[], None, *collective_group)?;
+                self.arm_bounds_check(assignment.id, &mut invocation)?;
                 let launcher = launcher_of(task)?;
                 events.push(self.backend.enqueue_host_task(
                     assignment.lane.unwrap_or(0),
@@ -738,6 +786,7 @@ impl Executor {
                     base: SendPtr(self.pointer(a.allocation)? as *mut u8),
                     allocated_box: a.allocated_box,
                     accessed_box: a.accessed_box,
+                    bounds: SendPtr(std::ptr::null_mut()),
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -1,5 +1,6 @@
 //! The executor thread: out-of-order engine, receive arbiter, live and dry-run executors.
 
+mod bounds_check;
 pub mod builtin_reducers;
 mod dry_run;
 pub mod engine;

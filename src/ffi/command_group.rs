@@ -424,6 +424,7 @@ fn c_launcher(
                     allocation: a.allocated_box.into(),
                     accessed: a.accessed_box.into(),
                     elem_size,
+                    record: a.bounds.0.cast(),
                 })
                 .collect();
             let reductions: Vec<*mut c_void> =

@@ -97,6 +97,9 @@ pub struct Config {
     pub overlapping_write: ErrorPolicy,
     /// `stall_timeout`: report pending instructions when none completed for this long.
     pub stall_timeout: Duration,
+    /// `accessor_boundary_check`: `Ignore` gives kernels no bounds records (off), `Log` reports
+    /// violations at error level (on), `Error` also fails the task with `AccessPattern`.
+    pub accessor_boundary_check: ErrorPolicy,
 }
 
 impl Default for Config {
@@ -116,6 +119,7 @@ impl Default for Config {
             uninitialized_read: ErrorPolicy::Log,
             overlapping_write: ErrorPolicy::Log,
             stall_timeout: Duration::from_secs(20),
+            accessor_boundary_check: ErrorPolicy::Log,
         }
     }
 }
@@ -309,6 +313,18 @@ const KEYS: &[Key] = &[
         },
     },
     Key {
+        name: "accessor_boundary_check",
+        accepts: "on/off, true/false, yes/no, 1/0 (any case), or a policy: ignore, log, error",
+        apply: |c, v| {
+            c.accessor_boundary_check = match boolean(v) {
+                Some(true) => ErrorPolicy::Log,
+                Some(false) => ErrorPolicy::Ignore,
+                None => policy(v)?,
+            };
+            Some(())
+        },
+    },
+    Key {
         name: "stall_timeout",
         accepts: "a number of seconds greater than 0 and at most 86400 (e.g. 20 or 0.5)",
         apply: |c, v| {
@@ -460,6 +476,7 @@ mod tests {
             ("uninitialized_read", "error"),
             ("overlapping_write", "ignore"),
             ("stall_timeout", "2.5"),
+            ("accessor_boundary_check", "error"),
         ] {
             builder.set(key, value).unwrap();
         }
@@ -477,6 +494,31 @@ mod tests {
         assert_eq!(c.uninitialized_read, ErrorPolicy::Error);
         assert_eq!(c.overlapping_write, ErrorPolicy::Ignore);
         assert_eq!(c.stall_timeout, Duration::from_millis(2500));
+        assert_eq!(c.accessor_boundary_check, ErrorPolicy::Error);
+    }
+
+    #[test]
+    fn accessor_boundary_check_takes_booleans_and_policies() {
+        assert_eq!(Config::default().accessor_boundary_check, ErrorPolicy::Log);
+        for (value, expected) in [
+            ("off", ErrorPolicy::Ignore),
+            ("0", ErrorPolicy::Ignore),
+            ("ON", ErrorPolicy::Log),
+            ("log", ErrorPolicy::Log),
+            ("error", ErrorPolicy::Error),
+            ("ignore", ErrorPolicy::Ignore),
+        ] {
+            let mut builder = ConfigBuilder::default();
+            builder.set("accessor_boundary_check", value).unwrap();
+            let (c, _) = builder.build(env(&[])).unwrap();
+            assert_eq!(c.accessor_boundary_check, expected, "{value}");
+        }
+        let mut builder = ConfigBuilder::default();
+        let err = builder
+            .set("accessor_boundary_check", "sometimes")
+            .unwrap_err();
+        assert!(err.message().contains("sometimes"), "{}", err.message());
+        assert!(err.message().contains("error"), "{}", err.message());
     }
 
     #[test]

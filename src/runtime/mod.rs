@@ -69,6 +69,8 @@ struct Shared {
     scheduler: Mutex<Option<crossbeam_channel::Sender<SchedulerEvent>>>,
     stall_reports: Mutex<Vec<String>>,
     trace: Mutex<Option<TraceLog>>,
+    /// Buffer debug names, for the executor's messages.
+    buffer_names: Mutex<IdMap<BufferId, String>>,
 }
 
 impl ExecutorDelegate for Shared {
@@ -86,6 +88,10 @@ impl ExecutorDelegate for Shared {
     fn async_error(&self, error: Error) {
         tracing::error!("{error}");
         self.errors.lock().push(error);
+    }
+
+    fn buffer_name(&self, bid: BufferId) -> Option<String> {
+        self.buffer_names.lock().get(&bid).cloned()
     }
 
     fn stall_detected(&self, report: &str) {
@@ -218,6 +224,7 @@ impl Runtime {
             scheduler: Mutex::new(None),
             stall_reports: Mutex::new(Vec::new()),
             trace: Mutex::new(None),
+            buffer_names: Mutex::new(IdMap::default()),
         });
         let tracing_on = config.trace_file.is_some();
         let mut graph_comm = None;
@@ -233,6 +240,7 @@ impl Runtime {
                 let executor_config = ExecutorConfig {
                     stall_timeout: config.stall_timeout,
                     trace_epoch: tracing_on.then_some(started),
+                    accessor_boundary_check: config.accessor_boundary_check,
                 };
                 ExecutorHandle::start(backend, communicator, shared.clone(), executor_config)?
             }
@@ -425,6 +433,7 @@ impl Runtime {
             .get_mut(&bid)
             .ok_or_else(|| Error::invalid_state(format!("buffer {bid} does not exist")))?;
         info.name = Some(name.to_owned());
+        self.shared.buffer_names.lock().insert(bid, name.to_owned());
         self.task_manager.notify_buffer_name_changed(bid, name);
         self.scheduler
             .send(SchedulerEvent::BufferNameChanged(bid, name.to_owned()));

@@ -54,6 +54,7 @@ fn invocation(device: DeviceId, base: *mut u8, elements: usize) -> KernelInvocat
             base: SendPtr(base),
             allocated_box: whole,
             accessed_box: whole,
+            bounds: SendPtr(std::ptr::null_mut()),
         }],
         reductions: Vec::new(),
         reduction_identities: Vec::new(),
