@@ -38,8 +38,9 @@
 /**
  * The ABI version this header describes. Compare with `celerity_abi_version()` at run time to
  * detect a program built against a different library than the one it loaded.
+ * 2: `celerity_accessor` gained `record` (accessor boundary checking).
  */
-#define CELERITY_ABI_VERSION 1
+#define CELERITY_ABI_VERSION 2
 
 /**
  * A buffer (opaque). Created by `celerity_buffer_create`, released with
