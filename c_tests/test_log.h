@@ -2,7 +2,8 @@
  * of one run: test_log_begin() before celerity_runtime_init, test_log_end() after shutdown; the
  * captured text is echoed to the real stderr. Lines are compared without their timestamps, as
  * "[N0] LEVEL message", in any order (chunks finish in any order), and every line must be
- * expected: a follow-on error fails the test. Needs _POSIX_C_SOURCE (dup, dup2, fileno). */
+ * expected: a follow-on error fails the test. Continuation lines of a multi-line report (those
+ * not starting with '[') are joined to their report with " | ". Needs _POSIX_C_SOURCE (dup, dup2, fileno). */
 #ifndef CELERITY_TEST_LOG_H
 #define CELERITY_TEST_LOG_H
 
@@ -60,14 +61,38 @@ static inline void test_log_end(test_log* log) {
     char raw[TEST_LOG_LINE * 4];
     while (fgets(raw, sizeof raw, log->file) != NULL) {
         fputs(raw, stderr);
+        if (raw[0] != '[' && log->count > 0 && log->count <= TEST_LOG_MAX_LINES) {
+            char* line = log->lines[log->count - 1];
+            const char* p = raw;
+            while (*p == ' ') ++p;
+            size_t used = strlen(line), len = strcspn(p, "\n");
+            if (used + 3 + len < TEST_LOG_LINE) {
+                memcpy(line + used, " | ", 3);
+                memcpy(line + used + 3, p, len);
+                line[used + 3 + len] = '\0';
+            }
+            continue;
+        }
         if (log->count < TEST_LOG_MAX_LINES) test_log_normalise(raw, log->lines[log->count]);
         ++log->count;
     }
     fclose(log->file);
 }
 
-/* Expects the captured lines to be exactly `expected` (n entries), in any order. An entry ending
- * in '*' matches every line starting with the text before it. */
+/* Whether `line` matches `pattern`, in which '*' stands for any text (nothing else is special). */
+static inline int test_log_match(const char* pattern, const char* line) {
+    if (*pattern == '\0') return *line == '\0';
+    if (*pattern == '*') {
+        for (const char* l = line;; ++l) {
+            if (test_log_match(pattern + 1, l)) return 1;
+            if (*l == '\0') return 0;
+        }
+    }
+    return *line == *pattern && test_log_match(pattern + 1, line + 1);
+}
+
+/* Expects the captured lines to be exactly `expected` (n entries, patterns as in
+ * test_log_match), in any order. */
 static inline void test_log_expect(const test_log* log, const char* const* expected, size_t n) {
     int used[TEST_LOG_MAX_LINES] = {0};
     if (log->count != n) {
@@ -75,14 +100,10 @@ static inline void test_log_expect(const test_log* log, const char* const* expec
         ++celerity_test_failures;
     }
     for (size_t e = 0; e < n; ++e) {
-        size_t len = strlen(expected[e]);
-        int prefix = len > 0 && expected[e][len - 1] == '*';
         int found = 0;
         for (size_t l = 0; l < log->count && l < TEST_LOG_MAX_LINES && !found; ++l) {
             if (used[l]) continue;
-            int match = prefix ? strncmp(log->lines[l], expected[e], len - 1) == 0
-                               : strcmp(log->lines[l], expected[e]) == 0;
-            if (match) used[l] = found = 1;
+            if (test_log_match(expected[e], log->lines[l])) used[l] = found = 1;
         }
         if (!found) {
             fprintf(stderr, "expected log line not found: %s\n", expected[e]);

@@ -19,7 +19,7 @@
 //! that shutdown stays clean. The thread ends once the shutdown epoch has run and every
 //! instruction has completed; it then checks that every allocation was freed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 use smallvec::SmallVec;
 
-use super::bounds_check::{self, ArmedCheck};
+use super::bounds_check::ArmedCheck;
 use super::engine::{Assignment, OutOfOrderEngine, Target};
 use super::payload::{HostObjectInstance, Reducer, UserMemory, launcher_of, promise_of};
 use super::receive_arbiter::ReceiveArbiter;
@@ -48,6 +48,8 @@ use crate::types::{
     AllocationId, BufferId, CollectiveGroupId, HostObjectId, IdMap, InstructionId, MemoryId,
     ReductionId, TaskId,
 };
+
+mod reports;
 
 /// What the executor reports back, on its own thread.
 pub trait ExecutorDelegate: Send + Sync {
@@ -209,6 +211,10 @@ struct Executor {
     trace: Option<Box<TraceLog>>,
     /// The bounds records of running kernel and host-task chunks.
     bounds_checks: HashMap<InstructionId, ArmedCheck>,
+    /// Tasks whose failure was reported (further failures of their chunks are not).
+    failed_tasks: HashSet<TaskId>,
+    /// Allocations whose alloc failed: work needing them is dropped, their free skipped.
+    failed_allocations: HashSet<AllocationId>,
 }
 
 fn task_context(task: &Task) -> String {
@@ -249,6 +255,8 @@ impl Executor {
             stall_reported: false,
             trace,
             bounds_checks: HashMap::new(),
+            failed_tasks: HashSet::new(),
+            failed_allocations: HashSet::new(),
         }
     }
 
@@ -385,7 +393,10 @@ impl Executor {
                         }
                     }
                     Some(Ok(Completion::Done)) | None => {}
-                    Some(Err(error)) => self.report(flight.id, error),
+                    Some(Err(error)) => match flight.allocation {
+                        Some(allocation) => self.allocation_failed(flight.id, allocation, error),
+                        None => self.report(flight.id, error),
+                    },
                 }
             }
             self.complete(flight.id);
@@ -404,58 +415,12 @@ impl Executor {
         self.instructions.remove(&id);
     }
 
-    /// Reports a failure of instruction `id`, naming its task.
-    fn report(&self, id: InstructionId, error: Error) {
-        let context = match self.instructions.get(&id).map(|i| i.kind()) {
-            Some(
-                InstructionKind::DeviceKernel { task, .. } | InstructionKind::HostTask { task, .. },
-            ) => {
-                format!(
-                    "{} ({} {id})",
-                    task_context(task),
-                    self.instructions[&id].kind().name()
-                )
-            }
-            Some(kind) => format!("{} instruction {id}", kind.name()),
-            None => format!("instruction {id}"),
-        };
-        self.delegate.async_error(error.context(context));
-    }
-
-    fn report_bounds_violations(&self, id: InstructionId, check: &ArmedCheck) {
-        let Some(
-            InstructionKind::DeviceKernel { task, .. } | InstructionKind::HostTask { task, .. },
-        ) = self.instructions.get(&id).map(|i| i.kind())
-        else {
-            return;
-        };
-        let delegate = &self.delegate;
-        let report = bounds_check::violations(check, task, &|bid| delegate.buffer_name(bid));
-        if let Some(error) =
-            report.and_then(|r| bounds_check::apply(self.config.accessor_boundary_check, r))
-        {
-            self.delegate.async_error(error);
-        }
-    }
-
-    /// With `accessor_boundary_check`, gives `invocation`'s accessors their records.
-    fn arm_bounds_check(
-        &mut self,
-        id: InstructionId,
-        invocation: &mut KernelInvocation,
-    ) -> Result<()> {
-        if self.config.accessor_boundary_check == ErrorPolicy::Ignore {
-            return Ok(());
-        }
-        if let Some(check) = bounds_check::arm(self.backend.as_ref(), invocation)? {
-            self.bounds_checks.insert(id, check);
-        }
-        Ok(())
-    }
-
     fn pointer(&self, allocation: AllocationId) -> Result<usize> {
         if allocation.is_null() {
             return Ok(0);
+        }
+        if self.failed_allocations.contains(&allocation) {
+            return Err(reports::dropped());
         }
         self.allocations
             .get(&allocation)
@@ -504,6 +469,9 @@ impl Executor {
                 return Ok((events, Some(*allocation)));
             }
             K::Free { allocation } => {
+                if self.failed_allocations.remove(allocation) {
+                    return Ok((events, None));
+                }
                 let address = self.allocations.remove(allocation).ok_or_else(|| {
                     Error::internal(format!("free of {allocation}, which is not live"))
                 })?;

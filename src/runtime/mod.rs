@@ -44,7 +44,7 @@ use crate::task::{
 use crate::types::{
     AllocationId, BufferId, CollectiveGroupId, HostObjectId, IdMap, MemoryId, ReductionId, TaskId,
 };
-use config::{Config, Lookahead};
+use config::{Config, ErrorPolicy, Lookahead};
 pub use devices::BackendKind;
 
 /// What `celerity_runtime_get_info` reports.
@@ -249,8 +249,10 @@ impl Runtime {
         let mut cdag = CommandGraphGenerator::new(
             selection.num_nodes,
             selection.node,
+            // Uninitialised reads are reported once, by the task manager (it sees them first and
+            // the command and instruction levels would only repeat them).
             CommandPolicies {
-                uninitialized_read: config.uninitialized_read,
+                uninitialized_read: ErrorPolicy::Ignore,
                 overlapping_write: config.overlapping_write,
             },
         )?;
@@ -258,7 +260,7 @@ impl Runtime {
             cdag.enable_recording();
         }
         let policies = Policies {
-            uninitialized_read: config.uninitialized_read,
+            uninitialized_read: ErrorPolicy::Ignore,
             overlapping_write: config.overlapping_write,
             ..Policies::default()
         };
@@ -623,7 +625,6 @@ impl Runtime {
             self.release_host_object(id)?;
         }
         self.shut_down = true;
-        let already_reported = self.failed.is_some();
         let epoch = self
             .task_manager
             .epoch(EpochAction::Shutdown, None)
@@ -633,11 +634,10 @@ impl Runtime {
         *self.shared.scheduler.lock() = None;
         let observability = self.write_observability(scheduler_output);
         epoch?;
-        // A failure no earlier call reported is reported now; one already reported is not again.
-        let pending = self.take_async_error();
-        if !already_reported {
-            pending?;
-        }
+        // An error that no earlier call reported (one that happened during shutdown, e.g. a
+        // failed free after a device fault, included) is reported now; one already reported is
+        // not reported again (the executor reports each task's failure once).
+        self.take_async_error()?;
         executor_outcome.and(observability)
     }
 
