@@ -6,7 +6,8 @@
  *            overlap_log / overlap_error: every chunk writes the whole buffer (needs 2+ chunks)
  *            task_failure:                a kernel returns non-zero
  *            oom:                         a kernel's buffer does not fit in device memory
- *            stall:                       a kernel runs longer than stall_timeout */
+ *            stall:                       a kernel runs longer than stall_timeout
+ *            leaks:                       handles never released are named at shutdown and cleaned up */
 #define _POSIX_C_SOURCE 200809L
 #include <stdatomic.h>
 #include <time.h>
@@ -50,6 +51,13 @@ static int sleep_a_second(const celerity_kernel_context* ctx, void* user_data) {
     struct timespec ts = {1, 200000000};
     nanosleep(&ts, NULL);
     return 0;
+}
+
+static atomic_int destroyed;
+
+static void count_destroy(void* instance) {
+    (void)instance;
+    atomic_fetch_add(&destroyed, 1);
 }
 
 static celerity_status submit(const char* name, celerity_buffer* buf, celerity_access_mode mode,
@@ -145,6 +153,24 @@ int main(int argc, char** argv) {
                  info.node, info.node);
         expected[n] = lines[n], ++n;
         celerity_buffer_release(buf);
+    } else if (strcmp(condition, "leaks") == 0) {
+        static float init[N], dest[N];
+        celerity_buffer* grid = test_buffer(1, N, 1, 1, sizeof(float), init, "grid");
+        test_buffer(1, N, 1, 1, sizeof(float), init, NULL);
+        celerity_host_object* obj = NULL;
+        CHECK_OK(celerity_host_object_create(&destroyed, count_destroy, &obj));
+        celerity_future* f = NULL;
+        CHECK_OK(celerity_fence_buffer(grid, NULL, dest, sizeof dest, &f));
+        CHECK_OK(celerity_future_wait(f));
+        test_cg("forgotten");
+        snprintf(lines[n], sizeof lines[n],
+                 "[N%u] WARN celerity_runtime_shutdown: the program did not release 2 buffers (B0 \"grid\", B1), 1 host "
+                 "object, 1 future and 1 command group never submitted (\"forgotten\"); releasing them now",
+                 info.node);
+        expected[n] = lines[n], ++n;
+        CHECK_OK(celerity_runtime_shutdown());
+        CHECK(atomic_load(&destroyed) == 1);
+        CHECK_STATUS(celerity_future_wait(f), CELERITY_ERROR_INVALID_STATE);
     } else {
         fprintf(stderr, "unknown condition \"%s\"\n", condition);
         return 2;

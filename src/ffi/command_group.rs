@@ -77,6 +77,16 @@ struct CgState {
 
 static GROUPS: Registry<Mutex<CgState>> = Registry::new(HandleKind::CommandGroup);
 
+/// Invalidates the handles of command groups that were never submitted nor destroyed (at
+/// shutdown); returns their names (`None`: unnamed).
+pub(crate) fn take_unsubmitted() -> Vec<Option<String>> {
+    GROUPS
+        .take_all()
+        .iter()
+        .map(|state| state.lock().name.clone())
+        .collect()
+}
+
 fn with_cg<T>(cg: *mut celerity_cg, f: impl FnOnce(&mut CgState) -> Result<T>) -> Result<T> {
     let state = GROUPS.get(handle::from_ptr(cg), "cg")?;
     with_runtime(|_| Ok(()))?;

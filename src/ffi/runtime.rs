@@ -14,9 +14,11 @@ use super::boundary::{self, OutPtr};
 use super::config::{self, celerity_config};
 use super::kernel::{CELERITY_BACKEND_CUDA, CELERITY_BACKEND_HOST, celerity_backend};
 use super::status::celerity_status;
+use super::{buffer, command_group, future, host_object};
 use crate::error::{Error, Result};
 use crate::runtime::config::{ConfigBuilder, LogLevel};
 use crate::runtime::{BackendKind, Runtime};
+use crate::task::BufferLabel;
 
 enum Slot {
     Uninitialized,
@@ -223,6 +225,7 @@ pub extern "C" fn celerity_runtime_shutdown() -> celerity_status {
                         "celerity_runtime_shutdown must be called from the thread that called celerity_runtime_init",
                     ));
                 }
+                release_leaked_handles(runtime);
                 let outcome = runtime.shutdown();
                 let Slot::Running { runtime, .. } = std::mem::replace(&mut *slot, Slot::ShutDown)
                 else {
@@ -235,6 +238,79 @@ pub extern "C" fn celerity_runtime_shutdown() -> celerity_status {
             }
         }
     })
+}
+
+/// `n thing(s)`, with the plural spelled out.
+fn counted(n: usize, singular: &str, plural: &str) -> String {
+    format!("{n} {}", if n == 1 { singular } else { plural })
+}
+
+/// Names, in one warning line, the handles the program never released (buffers, host objects,
+/// collective groups, futures, command groups never submitted) and invalidates them; the
+/// runtime's shutdown then releases what they stood for.
+fn release_leaked_handles(runtime: &Runtime) {
+    let mut parts = Vec::new();
+    let buffers = buffer::take_unreleased();
+    if !buffers.is_empty() {
+        let names: Vec<String> = buffers
+            .iter()
+            .map(|b| {
+                let name = runtime
+                    .buffer(b.bid)
+                    .ok()
+                    .and_then(|info| info.name.clone());
+                BufferLabel {
+                    id: b.bid,
+                    name: name.as_deref(),
+                }
+                .to_string()
+            })
+            .collect();
+        parts.push(format!(
+            "{} ({})",
+            counted(buffers.len(), "buffer", "buffers"),
+            names.join(", ")
+        ));
+    }
+    let (host_objects, groups) = host_object::take_unreleased();
+    if host_objects > 0 {
+        parts.push(counted(host_objects, "host object", "host objects"));
+    }
+    if groups > 0 {
+        parts.push(counted(groups, "collective group", "collective groups"));
+    }
+    let futures = future::take_unreleased();
+    if futures > 0 {
+        parts.push(counted(futures, "future", "futures"));
+    }
+    let cgs = command_group::take_unsubmitted();
+    if !cgs.is_empty() {
+        let names: Vec<String> = cgs
+            .iter()
+            .map(|n| {
+                n.as_ref()
+                    .map_or("unnamed".to_owned(), |n| format!("\"{n}\""))
+            })
+            .collect();
+        parts.push(format!(
+            "{} never submitted ({})",
+            counted(cgs.len(), "command group", "command groups"),
+            names.join(", ")
+        ));
+    }
+    if parts.is_empty() {
+        return;
+    }
+    let list = match parts.len() {
+        1 => parts.remove(0),
+        _ => {
+            let last = parts.pop().unwrap_or_default();
+            format!("{} and {last}", parts.join(", "))
+        }
+    };
+    tracing::warn!(
+        "celerity_runtime_shutdown: the program did not release {list}; releasing them now"
+    );
 }
 
 /// Writes node, node count, device count, backend and dry-run flag to `*out`.
