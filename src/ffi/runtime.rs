@@ -36,10 +36,14 @@ static RUNTIME: Mutex<Slot> = Mutex::new(Slot::Uninitialized);
 /// in `celerity_wait`, say) is refused at once instead of deadlocking.
 static RUNTIME_THREAD: Mutex<Option<ThreadId>> = Mutex::new(None);
 
-fn wrong_thread(owner: ThreadId) -> Error {
+/// Names the calling thread by its role or name, never by a Rust thread id.
+fn wrong_thread() -> Error {
+    let caller = match std::thread::current().name() {
+        Some(name) => format!("thread \"{name}\""),
+        None => "another thread".to_owned(),
+    };
     Error::invalid_state(format!(
-        "called from thread {:?}, but the runtime belongs to thread {owner:?} that called celerity_runtime_init",
-        std::thread::current().id()
+        "called from {caller}; only the application thread that initialised the runtime (the one that called celerity_runtime_init) may make this call"
     ))
 }
 
@@ -48,7 +52,7 @@ pub(crate) fn with_runtime<T>(f: impl FnOnce(&mut Runtime) -> Result<T>) -> Resu
     if let Some(owner) = *RUNTIME_THREAD.lock()
         && owner != std::thread::current().id()
     {
-        return Err(wrong_thread(owner));
+        return Err(wrong_thread());
     }
     let mut slot = RUNTIME.lock();
     match &mut *slot {
@@ -58,7 +62,7 @@ pub(crate) fn with_runtime<T>(f: impl FnOnce(&mut Runtime) -> Result<T>) -> Resu
         Slot::ShutDown => Err(Error::invalid_state("the runtime has been shut down")),
         Slot::Running { runtime, thread } => {
             if *thread != std::thread::current().id() {
-                return Err(wrong_thread(*thread));
+                return Err(wrong_thread());
             }
             f(runtime)
         }
@@ -213,7 +217,7 @@ pub extern "C" fn celerity_runtime_shutdown() -> celerity_status {
         if let Some(owner) = *RUNTIME_THREAD.lock()
             && owner != std::thread::current().id()
         {
-            return Err(wrong_thread(owner));
+            return Err(wrong_thread());
         }
         let mut slot = RUNTIME.lock();
         match &mut *slot {

@@ -336,11 +336,16 @@ impl InstructionGraphGenerator {
                 }
             }
             if !uninitialized.is_empty() {
-                let region = uninitialized.into_region();
+                let region = fmt_region(&uninitialized.into_region());
+                let buffer = BufferLabel {
+                    id: bid,
+                    name: self.buffers.get(&bid).and_then(|b| b.name.as_deref()),
+                }
+                .to_string();
                 let label = task.label().to_string();
                 self.report(self.policies.uninitialized_read, || {
                     format!(
-                        "Instructions for {label} are trying to read {bid} {region:?}, which is neither found locally nor has been await-pushed before."
+                        "Instructions for {label} are trying to read {buffer} {region}, which is neither found locally nor has been await-pushed before."
                     )
                 });
             }

@@ -566,7 +566,11 @@ impl Runtime {
         self.task_manager
             .epoch(action, Some(Arc::new(promise.clone())))?;
         promise.wait(Duration::from_secs(10), |waited| {
-            tracing::warn!("still waiting for the {action:?} epoch after {waited:.0?}");
+            tracing::warn!(
+                "{} is still waiting for the other threads and nodes after {}s",
+                action.description(),
+                waited.as_secs()
+            );
         })?;
         self.prune();
         self.take_async_error()
