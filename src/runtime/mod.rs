@@ -176,10 +176,12 @@ pub struct Runtime {
     live_host_objects: Vec<HostObjectId>,
     failed: Option<Error>,
     shut_down: bool,
-    /// When the runtime started (the trace's time origin).
+    /// The trace's time origin: when the runtime started, or with several nodes the moment all
+    /// of them left the init barrier (so that their timelines line up).
     started: Instant,
-    /// A clone of the communicator for gathering the command graphs (`print_graphs=on`, live).
-    graph_comm: Option<Box<dyn Communicator>>,
+    /// A clone of the communicator for gathering graphs (`print_graphs=on`) and, with several
+    /// nodes, traces (`trace_file`) at shutdown.
+    observability_comm: Option<Box<dyn Communicator>>,
     /// Keeps MPI initialised (and finalises it last) when the runtime initialised it.
     _mpi: Option<devices::MpiGuard>,
 }
@@ -227,15 +229,24 @@ impl Runtime {
             buffer_names: Mutex::new(IdMap::default()),
         });
         let tracing_on = config.trace_file.is_some();
-        let mut graph_comm = None;
+        let mut observability_comm = None;
+        let mut started = started;
         let executor = match selection.execution {
             devices::Execution::Live {
                 backend,
                 mut communicator,
             } => {
-                if config.print_graphs {
-                    // Collective: every node runs with the same `print_graphs`.
-                    graph_comm = Some(communicator.collective_clone()?);
+                let gather_traces = tracing_on && selection.num_nodes > 1;
+                if config.print_graphs || gather_traces {
+                    // Collective: every node runs with the same `print_graphs` and `trace_file`.
+                    let mut comm = communicator.collective_clone()?;
+                    if gather_traces {
+                        // The clock offset at init: every node's trace counts from the moment
+                        // all nodes left this barrier.
+                        comm.collective_barrier()?;
+                        started = Instant::now();
+                    }
+                    observability_comm = Some(comm);
                 }
                 let executor_config = ExecutorConfig {
                     stall_timeout: config.stall_timeout,
@@ -314,7 +325,7 @@ impl Runtime {
             failed: None,
             shut_down: false,
             started,
-            graph_comm,
+            observability_comm,
             _mpi: selection.mpi,
         })
     }
@@ -661,7 +672,7 @@ impl Runtime {
         } else {
             Ok(())
         };
-        let trace = match &self.config.trace_file {
+        let trace = match self.config.trace_file.clone() {
             Some(path) => {
                 let mut log = self
                     .shared
@@ -672,13 +683,37 @@ impl Runtime {
                 if let Some(scheduler) = output.trace {
                     log.merge(scheduler);
                 }
-                crate::debug::output::write_trace(path, &log, node).map(|path| {
-                    tracing::info!("trace written to {}", path.display());
-                })
+                self.write_trace(&path, &log, node)
             }
             None => Ok(()),
         };
         graphs.and(trace)
+    }
+
+    /// Writes the trace: alone, this node's file; with several nodes, node 0 gathers every
+    /// node's events onto one timeline in one file. The offset measured at init (the barrier
+    /// that set `started`) is corrected for drift with a second measurement at the shutdown
+    /// epoch: after a barrier, each node's trace time should be node 0's.
+    fn write_trace(
+        &mut self,
+        path: &std::path::Path,
+        log: &TraceLog,
+        node: crate::types::NodeId,
+    ) -> Result<()> {
+        use crate::debug::output;
+        let written = match &mut self.observability_comm {
+            Some(comm) if self.info.num_nodes > 1 => {
+                comm.collective_barrier()?;
+                let local = output::trace_part(log, log.now_us());
+                match comm.collective_gather_bytes(crate::types::NodeId(0), &local)? {
+                    Some(parts) => output::write_merged_trace(path, &parts)?,
+                    None => return Ok(()),
+                }
+            }
+            _ => output::write_trace(path, log, node)?,
+        };
+        tracing::info!("trace written to {}", written.display());
+        Ok(())
     }
 
     fn print_graphs(&mut self, output: &SchedulerOutput, node: crate::types::NodeId) -> Result<()> {
@@ -694,11 +729,20 @@ impl Runtime {
         };
         let format = self.config.graph_format;
         let local = output::command_graph_bytes(commands, format);
-        let gathered = match &mut self.graph_comm {
+        let gathered = match &mut self.observability_comm {
             Some(comm) => comm.collective_gather_bytes(crate::types::NodeId(0), &local)?,
             None => Some(vec![local]),
         };
         let Some(command_graphs) = gathered else {
+            // Every other node writes its own instruction graph next to node 0's files.
+            let path = output::write_instruction_graph(
+                &self.config.graph_dir,
+                format,
+                node,
+                tasks,
+                instructions,
+            )?;
+            tracing::info!("graphs written: {}", path.display());
             return Ok(());
         };
         let paths = output::write_graphs(
