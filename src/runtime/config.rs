@@ -89,6 +89,8 @@ pub struct Config {
     pub graph_dir: PathBuf,
     /// `graph_format`.
     pub graph_format: GraphFormat,
+    /// `graph_tasks`: print only the records of tasks `first..=last` (all when `None`).
+    pub graph_tasks: Option<(u64, u64)>,
     /// `trace_file`.
     pub trace_file: Option<PathBuf>,
     /// `uninitialized_read`.
@@ -115,6 +117,7 @@ impl Default for Config {
             print_graphs: false,
             graph_dir: PathBuf::from("."),
             graph_format: GraphFormat::Dot,
+            graph_tasks: None,
             trace_file: None,
             uninitialized_read: ErrorPolicy::Log,
             overlapping_write: ErrorPolicy::Log,
@@ -172,6 +175,21 @@ fn policy(value: &str) -> Option<ErrorPolicy> {
             ("error", ErrorPolicy::Error),
         ],
     )
+}
+
+/// `graph_tasks`: `N` (tasks T0 to T(N-1), N >= 1) or `A-B` / `TA-TB` (inclusive, A <= B).
+fn task_range(value: &str) -> Option<(u64, u64)> {
+    let id = |s: &str| s.trim().trim_start_matches(['T', 't']).parse::<u64>().ok();
+    match value.split_once('-') {
+        Some((first, last)) => {
+            let (first, last) = (id(first)?, id(last)?);
+            (first <= last).then_some((first, last))
+        }
+        None => {
+            let n = value.trim().parse::<u64>().ok()?;
+            (n >= 1).then(|| (0, n - 1))
+        }
+    }
 }
 
 /// Seconds in (0, 86400], integral or not (`20`, `0.5`).
@@ -285,6 +303,14 @@ const KEYS: &[Key] = &[
         accepts: "dot, json",
         apply: |c, v| {
             c.graph_format = choice(v, &[("dot", GraphFormat::Dot), ("json", GraphFormat::Json)])?;
+            Some(())
+        },
+    },
+    Key {
+        name: "graph_tasks",
+        accepts: "a task count N (the first N tasks) or a range A-B of task ids (T prefixes allowed)",
+        apply: |c, v| {
+            c.graph_tasks = Some(task_range(v)?);
             Some(())
         },
     },
@@ -495,6 +521,29 @@ mod tests {
         assert_eq!(c.overlapping_write, ErrorPolicy::Ignore);
         assert_eq!(c.stall_timeout, Duration::from_millis(2500));
         assert_eq!(c.accessor_boundary_check, ErrorPolicy::Error);
+    }
+
+    #[test]
+    fn graph_tasks_takes_a_count_or_a_range() {
+        for (value, expected) in [
+            ("10", Some((0, 9))),
+            ("1", Some((0, 0))),
+            ("5-20", Some((5, 20))),
+            ("T5-T20", Some((5, 20))),
+            ("0", None),
+            ("20-5", None),
+            ("x", None),
+        ] {
+            let mut builder = ConfigBuilder::default();
+            match expected {
+                Some(range) => {
+                    builder.set("graph_tasks", value).unwrap();
+                    let (c, _) = builder.build(env(&[])).unwrap();
+                    assert_eq!(c.graph_tasks, Some(range), "{value}");
+                }
+                None => assert!(builder.set("graph_tasks", value).is_err(), "{value}"),
+            }
+        }
     }
 
     #[test]

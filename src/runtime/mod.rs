@@ -727,6 +727,19 @@ impl Runtime {
                 "print_graphs is on but a recorder is missing",
             ));
         };
+        // `graph_tasks` keeps large graphs readable: only the chosen tasks' records.
+        let filtered = self.config.graph_tasks.map(|(first, last)| {
+            let keep = move |task: TaskId| (first..=last).contains(&task.0);
+            (
+                tasks.filtered(keep),
+                commands.filtered(keep),
+                instructions.filtered(keep),
+            )
+        });
+        let (tasks, commands, instructions) = match &filtered {
+            Some((t, c, i)) => (t, c, i),
+            None => (tasks, commands, instructions),
+        };
         let format = self.config.graph_format;
         let local = output::command_graph_bytes(commands, format);
         let gathered = match &mut self.observability_comm {
