@@ -90,28 +90,120 @@ typedef struct celerity_host_object celerity_host_object;
  */
 typedef uint32_t celerity_status;
 
+/** Success. */
+#define CELERITY_OK 0
+
+/** NULL handle or out-pointer, bad dimensions, subrange outside the buffer, bad enum value, ... */
+#define CELERITY_ERROR_INVALID_ARGUMENT 1
+
+/** Not initialised, already shut down, wrong thread, released or forged handle. */
+#define CELERITY_ERROR_INVALID_STATE 2
+
+/** Feature absent in this build or on this system. */
+#define CELERITY_ERROR_UNSUPPORTED 3
+
+/** A host or device allocation failed. */
+#define CELERITY_ERROR_OUT_OF_MEMORY 4
+
+/** CUDA reported an error. */
+#define CELERITY_ERROR_DEVICE 5
+
+/** MPI reported an error or a peer was lost. */
+#define CELERITY_ERROR_COMMUNICATION 6
+
+/** Uninitialised read or overlapping write under policy "error". */
+#define CELERITY_ERROR_ACCESS_PATTERN 7
+
+/** A kernel or host task returned non-zero. */
+#define CELERITY_ERROR_TASK_FAILED 8
+
+/** A bug in celerity: a caught panic or a broken invariant. */
+#define CELERITY_ERROR_INTERNAL 9
+
+/**
+ * Which backend runs a kernel (`celerity_runtime_info.backend`, `celerity_kernel_context.backend`).
+ */
+typedef uint32_t celerity_backend;
+
+/** Host memory and emulated host devices (`devices=host:N`). */
+#define CELERITY_BACKEND_HOST 0
+
+/** CUDA devices. */
+#define CELERITY_BACKEND_CUDA 1
+
+/**
+ * What `celerity_runtime_get_info` reports.
+ */
+typedef struct celerity_runtime_info {
+    /** This process's rank (node id). */
+    uint32_t node;
+    /** Number of processes, or of simulated nodes in a dry run. */
+    uint32_t num_nodes;
+    /** Local devices in use. */
+    uint32_t num_devices;
+    /** Which backend runs kernels. */
+    celerity_backend backend;
+    /** Whether this is a dry run (`dry_run_nodes`): nothing is executed. */
+    bool dry_run;
+} celerity_runtime_info;
+
 /**
  * How a kernel accesses a buffer.
  */
 typedef uint32_t celerity_access_mode;
+
+/** Read only. */
+#define CELERITY_ACCESS_READ 0
+
+/** Write; elements not written keep their values. */
+#define CELERITY_ACCESS_WRITE 1
+
+/** Read and write. */
+#define CELERITY_ACCESS_READ_WRITE 2
+
+/** Write; the previous contents of the accessed region are not needed (no_init). */
+#define CELERITY_ACCESS_DISCARD_WRITE 3
+
+/** Read and write; the previous contents of the accessed region are not needed. */
+#define CELERITY_ACCESS_DISCARD_READ_WRITE 4
 
 /**
  * Which range mapper a `celerity_range_mapper` describes.
  */
 typedef uint32_t celerity_range_mapper_kind;
 
+/** Chunk → the same subrange (kernel and buffer dimensions must agree). */
+#define CELERITY_RANGE_MAPPER_ONE_TO_ONE 0
+
+/** Chunk → the whole buffer. */
+#define CELERITY_RANGE_MAPPER_ALL 1
+
+/** Chunk → `fixed`. */
+#define CELERITY_RANGE_MAPPER_FIXED 2
+
+/** The chunk extended to the whole buffer along `slice_dim`. */
+#define CELERITY_RANGE_MAPPER_SLICE 3
+
+/** The chunk grown by `neighborhood[d]` on both sides, clamped (a box, corners included). */
+#define CELERITY_RANGE_MAPPER_NEIGHBORHOOD 4
+
+/**
+ * The chunk plus, per dimension d, the chunk grown by `neighborhood[d]` along d only (a cross:
+ * no corners), clamped.
+ */
+#define CELERITY_RANGE_MAPPER_NEIGHBORHOOD_ALONG_AXES 5
+
+/** `custom(custom_user_data, ...)`, the result clamped to the buffer. */
+#define CELERITY_RANGE_MAPPER_CUSTOM 6
+
 /**
  * An offset and a range, 3-wide and row-major (dimension 0 is the slowest). Unused dimensions
  * have offset 0 and range 1.
  */
 typedef struct celerity_subrange {
-    /**
-     * Offset per dimension.
-     */
+    /** Offset per dimension. */
     size_t offset[3];
-    /**
-     * Extent per dimension.
-     */
+    /** Extent per dimension. */
     size_t range[3];
 } celerity_subrange;
 
@@ -119,21 +211,13 @@ typedef struct celerity_subrange {
  * A chunk of an iteration space: what a range mapper maps and what a kernel computes.
  */
 typedef struct celerity_chunk {
-    /**
-     * Dimensionality of the iteration space (0 to 3).
-     */
+    /** Dimensionality of the iteration space (0 to 3). */
     uint32_t dims;
-    /**
-     * Offset of this chunk (includes the global offset).
-     */
+    /** Offset of this chunk (includes the global offset). */
     size_t offset[3];
-    /**
-     * Extent of this chunk.
-     */
+    /** Extent of this chunk. */
     size_t range[3];
-    /**
-     * Extent of the whole iteration space.
-     */
+    /** Extent of the whole iteration space. */
     size_t global_range[3];
 } celerity_chunk;
 
@@ -153,29 +237,17 @@ typedef void (*celerity_range_mapper_fn)(void *user_data,
  * static inline constructors (`celerity_one_to_one()`, `celerity_neighborhood(...)`, ...).
  */
 typedef struct celerity_range_mapper {
-    /**
-     * The mapper kind; selects which fields below are read.
-     */
+    /** The mapper kind; selects which fields below are read. */
     celerity_range_mapper_kind kind;
-    /**
-     * FIXED: the subrange every chunk accesses.
-     */
+    /** FIXED: the subrange every chunk accesses. */
     struct celerity_subrange fixed;
-    /**
-     * SLICE: the dimension extended to the whole buffer.
-     */
+    /** SLICE: the dimension extended to the whole buffer. */
     uint32_t slice_dim;
-    /**
-     * NEIGHBORHOOD and NEIGHBORHOOD_ALONG_AXES: the border per dimension.
-     */
+    /** NEIGHBORHOOD and NEIGHBORHOOD_ALONG_AXES: the border per dimension. */
     size_t neighborhood[3];
-    /**
-     * CUSTOM: the mapper function.
-     */
+    /** CUSTOM: the mapper function. */
     celerity_range_mapper_fn custom;
-    /**
-     * CUSTOM: its user data; must stay valid until `celerity_runtime_shutdown` returns.
-     */
+    /** CUSTOM: its user data; must stay valid until `celerity_runtime_shutdown` returns. */
     void *custom_user_data;
 } celerity_range_mapper;
 
@@ -184,10 +256,43 @@ typedef struct celerity_range_mapper {
  */
 typedef uint32_t celerity_reduction_kind;
 
+/** Sum. */
+#define CELERITY_REDUCE_SUM 0
+
+/** Product. */
+#define CELERITY_REDUCE_PRODUCT 1
+
+/** Minimum. */
+#define CELERITY_REDUCE_MIN 2
+
+/** Maximum. */
+#define CELERITY_REDUCE_MAX 3
+
+/** A user-defined operator (`combine`, `identity`, `elem_size`). */
+#define CELERITY_REDUCE_CUSTOM 4
+
 /**
  * The element type of a built-in reduction.
  */
 typedef uint32_t celerity_scalar_type;
+
+/** `int32_t`. */
+#define CELERITY_TYPE_I32 0
+
+/** `int64_t`. */
+#define CELERITY_TYPE_I64 1
+
+/** `uint32_t`. */
+#define CELERITY_TYPE_U32 2
+
+/** `uint64_t`. */
+#define CELERITY_TYPE_U64 3
+
+/** `float`. */
+#define CELERITY_TYPE_F32 4
+
+/** `double`. */
+#define CELERITY_TYPE_F64 5
 
 /**
  * Combines `value` into `accumulator` (`accumulator = accumulator (+) value`) for a CUSTOM
@@ -199,36 +304,19 @@ typedef void (*celerity_reduction_combine_fn)(void *user_data, void *accumulator
  * A reduction operator: a built-in kind over a scalar type, or a CUSTOM operator.
  */
 typedef struct celerity_reduction_op {
-    /**
-     * The operator.
-     */
+    /** The operator. */
     celerity_reduction_kind kind;
-    /**
-     * Built-in kinds: the element type.
-     */
+    /** Built-in kinds: the element type. */
     celerity_scalar_type type;
-    /**
-     * CUSTOM: bytes per element.
-     */
+    /** CUSTOM: bytes per element. */
     size_t elem_size;
-    /**
-     * CUSTOM: the identity element (`elem_size` bytes, copied at submission).
-     */
+    /** CUSTOM: the identity element (`elem_size` bytes, copied at submission). */
     const void *identity;
-    /**
-     * CUSTOM: the combiner.
-     */
+    /** CUSTOM: the combiner. */
     celerity_reduction_combine_fn combine;
-    /**
-     * CUSTOM: user data for `combine`; must stay valid until shutdown.
-     */
+    /** CUSTOM: user data for `combine`; must stay valid until shutdown. */
     void *user_data;
 } celerity_reduction_op;
-
-/**
- * Which backend runs a kernel (`celerity_runtime_info.backend`, `celerity_kernel_context.backend`).
- */
-typedef uint32_t celerity_backend;
 
 /**
  * Where accessor boundary checking (`accessor_boundary_check`) records the element accesses of
@@ -238,26 +326,18 @@ typedef uint32_t celerity_backend;
  * an underflowing `i - 1` shows as -1.
  */
 typedef struct celerity_accessor_record {
-    /**
-     * Number of out-of-bounds element accesses.
-     */
+    /** Number of out-of-bounds element accesses. */
     uint64_t count;
-    /**
-     * Per dimension, the smallest offending index (INT64_MAX while none).
-     */
+    /** Per dimension, the smallest offending index (INT64_MAX while none). */
     int64_t min[3];
-    /**
-     * Per dimension, the largest offending index (INT64_MIN while none).
-     */
+    /** Per dimension, the largest offending index (INT64_MIN while none). */
     int64_t max[3];
     /**
      * `fallback_size` bytes that out-of-bounds accesses are redirected to, so a wrong index
      * does not touch memory outside the allocation.
      */
     void *fallback;
-    /**
-     * Size of `fallback` in bytes (larger elements are clamped into the allocation instead).
-     */
+    /** Size of `fallback` in bytes (larger elements are clamped into the allocation instead). */
     uint64_t fallback_size;
 } celerity_accessor_record;
 
@@ -269,21 +349,13 @@ typedef struct celerity_accessor_record {
  * `base == NULL`.
  */
 typedef struct celerity_accessor {
-    /**
-     * First element of the backing allocation (device memory on CUDA).
-     */
+    /** First element of the backing allocation (device memory on CUDA). */
     void *base;
-    /**
-     * The backing allocation's box, in buffer coordinates.
-     */
+    /** The backing allocation's box, in buffer coordinates. */
     struct celerity_subrange allocation;
-    /**
-     * What the range mapper asked for, for this chunk (its bounding box).
-     */
+    /** What the range mapper asked for, for this chunk (its bounding box). */
     struct celerity_subrange accessed;
-    /**
-     * Bytes per element.
-     */
+    /** Bytes per element. */
     size_t elem_size;
     /**
      * With `accessor_boundary_check` on: where accesses outside `accessed` are recorded;
@@ -296,61 +368,33 @@ typedef struct celerity_accessor {
  * Everything a kernel or host task needs to compute its chunk. Valid only during the call.
  */
 typedef struct celerity_kernel_context {
-    /**
-     * The backend running this chunk.
-     */
+    /** The backend running this chunk. */
     celerity_backend backend;
-    /**
-     * Local device index; host tasks: 0.
-     */
+    /** Local device index; host tasks: 0. */
     uint32_t device;
-    /**
-     * CUDA: the `CUstream` to launch on; host: NULL.
-     */
+    /** CUDA: the `CUstream` to launch on; host: NULL. */
     void *stream;
-    /**
-     * The chunk to compute; offsets include the global offset.
-     */
+    /** The chunk to compute; offsets include the global offset. */
     struct celerity_chunk chunk;
-    /**
-     * The iteration space's global offset.
-     */
+    /** The iteration space's global offset. */
     size_t global_offset[3];
-    /**
-     * Accessors, in `celerity_cg_access` order.
-     */
+    /** Accessors, in `celerity_cg_access` order. */
     const struct celerity_accessor *accessors;
-    /**
-     * Number of accessors.
-     */
+    /** Number of accessors. */
     uint32_t num_accessors;
-    /**
-     * One element per reduction (in `celerity_cg_reduction` order), pre-set to the identity.
-     */
+    /** One element per reduction (in `celerity_cg_reduction` order), pre-set to the identity. */
     void *const *reductions;
-    /**
-     * Number of reductions.
-     */
+    /** Number of reductions. */
     uint32_t num_reductions;
-    /**
-     * Host object instances, in side-effect order.
-     */
+    /** Host object instances, in side-effect order. */
     void *const *host_objects;
-    /**
-     * Number of host objects.
-     */
+    /** Number of host objects. */
     uint32_t num_host_objects;
-    /**
-     * This process's node id.
-     */
+    /** This process's node id. */
     uint32_t node;
-    /**
-     * Number of nodes.
-     */
+    /** Number of nodes. */
     uint32_t num_nodes;
-    /**
-     * Collective host tasks: pointer to the group's `MPI_Comm`; otherwise NULL.
-     */
+    /** Collective host tasks: pointer to the group's `MPI_Comm`; otherwise NULL. */
     const void *mpi_comm;
 } celerity_kernel_context;
 
@@ -372,251 +416,128 @@ typedef void (*celerity_drop_fn)(void *user_data);
  */
 typedef uint32_t celerity_host_task_kind;
 
+/** Once, on node 0. */
+#define CELERITY_HOST_TASK_ON_MASTER_NODE 0
+
+/** Once, on one node chosen by the runtime. */
+#define CELERITY_HOST_TASK_ONCE 1
+
+/** Over `range`, split across nodes like a kernel. */
+#define CELERITY_HOST_TASK_DISTRIBUTED 2
+
+/** One chunk on every node, serialised per collective group. */
+#define CELERITY_HOST_TASK_COLLECTIVE 3
+
 /**
  * When to use lookahead (see `celerity_set_lookahead`).
  */
 typedef uint32_t celerity_lookahead;
 
-/**
- * What `celerity_runtime_get_info` reports.
- */
-typedef struct celerity_runtime_info {
-    /**
-     * This process's rank (node id).
-     */
-    uint32_t node;
-    /**
-     * Number of processes, or of simulated nodes in a dry run.
-     */
-    uint32_t num_nodes;
-    /**
-     * Local devices in use.
-     */
-    uint32_t num_devices;
-    /**
-     * Which backend runs kernels.
-     */
-    celerity_backend backend;
-    /**
-     * Whether this is a dry run (`dry_run_nodes`): nothing is executed.
-     */
-    bool dry_run;
-} celerity_runtime_info;
-
-/**
- * Read only.
- */
-#define CELERITY_ACCESS_READ 0
-
-/**
- * Write; elements not written keep their values.
- */
-#define CELERITY_ACCESS_WRITE 1
-
-/**
- * Read and write.
- */
-#define CELERITY_ACCESS_READ_WRITE 2
-
-/**
- * Write; the previous contents of the accessed region are not needed (no_init).
- */
-#define CELERITY_ACCESS_DISCARD_WRITE 3
-
-/**
- * Read and write; the previous contents of the accessed region are not needed.
- */
-#define CELERITY_ACCESS_DISCARD_READ_WRITE 4
-
-/**
- * Compile every command at once.
- */
+/** Compile every command at once. */
 #define CELERITY_LOOKAHEAD_NONE 0
 
-/**
- * Hold back allocating commands until two horizons have passed (default).
- */
+/** Hold back allocating commands until two horizons have passed (default). */
 #define CELERITY_LOOKAHEAD_AUTO 1
 
-/**
- * Hold back until a fence, wait, barrier or flush.
- */
+/** Hold back until a fence, wait, barrier or flush. */
 #define CELERITY_LOOKAHEAD_INFINITE 2
-
-/**
- * Host memory and emulated host devices (`devices=host:N`).
- */
-#define CELERITY_BACKEND_HOST 0
-
-/**
- * CUDA devices.
- */
-#define CELERITY_BACKEND_CUDA 1
-
-/**
- * Once, on node 0.
- */
-#define CELERITY_HOST_TASK_ON_MASTER_NODE 0
-
-/**
- * Once, on one node chosen by the runtime.
- */
-#define CELERITY_HOST_TASK_ONCE 1
-
-/**
- * Over `range`, split across nodes like a kernel.
- */
-#define CELERITY_HOST_TASK_DISTRIBUTED 2
-
-/**
- * One chunk on every node, serialised per collective group.
- */
-#define CELERITY_HOST_TASK_COLLECTIVE 3
-
-/**
- * Chunk → the same subrange (kernel and buffer dimensions must agree).
- */
-#define CELERITY_RANGE_MAPPER_ONE_TO_ONE 0
-
-/**
- * Chunk → the whole buffer.
- */
-#define CELERITY_RANGE_MAPPER_ALL 1
-
-/**
- * Chunk → `fixed`.
- */
-#define CELERITY_RANGE_MAPPER_FIXED 2
-
-/**
- * The chunk extended to the whole buffer along `slice_dim`.
- */
-#define CELERITY_RANGE_MAPPER_SLICE 3
-
-/**
- * The chunk grown by `neighborhood[d]` on both sides, clamped (a box, corners included).
- */
-#define CELERITY_RANGE_MAPPER_NEIGHBORHOOD 4
-
-/**
- * The chunk plus, per dimension d, the chunk grown by `neighborhood[d]` along d only (a cross:
- * no corners), clamped.
- */
-#define CELERITY_RANGE_MAPPER_NEIGHBORHOOD_ALONG_AXES 5
-
-/**
- * `custom(custom_user_data, ...)`, the result clamped to the buffer.
- */
-#define CELERITY_RANGE_MAPPER_CUSTOM 6
-
-/**
- * Sum.
- */
-#define CELERITY_REDUCE_SUM 0
-
-/**
- * Product.
- */
-#define CELERITY_REDUCE_PRODUCT 1
-
-/**
- * Minimum.
- */
-#define CELERITY_REDUCE_MIN 2
-
-/**
- * Maximum.
- */
-#define CELERITY_REDUCE_MAX 3
-
-/**
- * A user-defined operator (`combine`, `identity`, `elem_size`).
- */
-#define CELERITY_REDUCE_CUSTOM 4
-
-/**
- * `int32_t`.
- */
-#define CELERITY_TYPE_I32 0
-
-/**
- * `int64_t`.
- */
-#define CELERITY_TYPE_I64 1
-
-/**
- * `uint32_t`.
- */
-#define CELERITY_TYPE_U32 2
-
-/**
- * `uint64_t`.
- */
-#define CELERITY_TYPE_U64 3
-
-/**
- * `float`.
- */
-#define CELERITY_TYPE_F32 4
-
-/**
- * `double`.
- */
-#define CELERITY_TYPE_F64 5
-
-/**
- * Success.
- */
-#define CELERITY_OK 0
-
-/**
- * NULL handle or out-pointer, bad dimensions, subrange outside the buffer, bad enum value, ...
- */
-#define CELERITY_ERROR_INVALID_ARGUMENT 1
-
-/**
- * Not initialised, already shut down, wrong thread, released or forged handle.
- */
-#define CELERITY_ERROR_INVALID_STATE 2
-
-/**
- * Feature absent in this build or on this system.
- */
-#define CELERITY_ERROR_UNSUPPORTED 3
-
-/**
- * A host or device allocation failed.
- */
-#define CELERITY_ERROR_OUT_OF_MEMORY 4
-
-/**
- * CUDA reported an error.
- */
-#define CELERITY_ERROR_DEVICE 5
-
-/**
- * MPI reported an error or a peer was lost.
- */
-#define CELERITY_ERROR_COMMUNICATION 6
-
-/**
- * Uninitialised read or overlapping write under policy "error".
- */
-#define CELERITY_ERROR_ACCESS_PATTERN 7
-
-/**
- * A kernel or host task returned non-zero.
- */
-#define CELERITY_ERROR_TASK_FAILED 8
-
-/**
- * A bug in celerity: a caught panic or a broken invariant.
- */
-#define CELERITY_ERROR_INTERNAL 9
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * The name of status `s` (e.g. `"CELERITY_ERROR_INVALID_ARGUMENT"`), or
+ * `"CELERITY_UNKNOWN_STATUS"` for a value that is not a status.
+ *
+ * Ownership: the string is static; never free it. Thread: any thread. Never NULL.
+ */
+const char *celerity_status_string(celerity_status s);
+
+/**
+ * The message of the last failing celerity call on the calling thread, naming the function,
+ * the offending argument and its value; `""` when the last call succeeded.
+ *
+ * Ownership: owned by the library; valid until the next celerity call on this thread.
+ * Thread: any thread (each thread has its own message). Never NULL.
+ */
+const char *celerity_last_error_message(void);
+
+/**
+ * The library version, `"MAJOR.MINOR.PATCH"` (equal to `CELERITY_VERSION_STRING` of the
+ * header the library was built with).
+ *
+ * Ownership: static; never free it. Thread: any thread. Never NULL.
+ */
+const char *celerity_version_string(void);
+
+/**
+ * The ABI version of the loaded library; equals `CELERITY_ABI_VERSION` when the program was
+ * compiled against the matching header.
+ *
+ * Thread: any thread.
+ */
+uint32_t celerity_abi_version(void);
+
+/**
+ * Starts the runtime: reads the configuration (`cfg`, which wins, then `CELERITY_*` environment
+ * variables), initialises MPI when started by an MPI launcher (with `MPI_THREAD_MULTIPLE`,
+ * unless the program did), selects devices, starts the scheduler and executor threads. The
+ * calling thread becomes the runtime's thread. `argc`/`argv` may be NULL; they are not modified.
+ *
+ * Errors: a second init, or init after shutdown → `CELERITY_ERROR_INVALID_STATE`; a malformed
+ * environment variable → `CELERITY_ERROR_INVALID_ARGUMENT`; `devices=cuda` without a usable CUDA
+ * driver → `CELERITY_ERROR_UNSUPPORTED`; MPI failures → `CELERITY_ERROR_COMMUNICATION`.
+ */
+celerity_status celerity_runtime_init(int *argc, char ***argv, const struct celerity_config *cfg);
+
+/**
+ * Shuts the runtime down: waits for all submitted work, releases buffers and host objects the
+ * program did not release (destroying owned instances, running drop callbacks), stops the
+ * threads, frees everything and finalises MPI if the runtime initialised it. Idempotent: a second
+ * call returns `CELERITY_OK`. Reports an asynchronous failure no earlier call reported.
+ *
+ * Errors: before init or from another thread → `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_runtime_shutdown(void);
+
+/**
+ * Writes node, node count, device count, backend and dry-run flag to `*out`.
+ *
+ * Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; not running or another thread →
+ * `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_runtime_get_info(struct celerity_runtime_info *out);
+
+/**
+ * Creates an empty configuration: every key takes its value from the environment or its
+ * default (see the configuration table in the README).
+ *
+ * Ownership: the caller owns `*out` and frees it with `celerity_config_destroy`.
+ * Thread: any thread. Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`.
+ */
+celerity_status celerity_config_create(struct celerity_config **out);
+
+/**
+ * Sets configuration `key` to `value` (both NUL-terminated strings, copied). A key set here
+ * wins over its `CELERITY_*` environment variable.
+ *
+ * Thread: any thread. Errors: `cfg`, `key` or `value` NULL, an unknown key or a malformed
+ * value → `CELERITY_ERROR_INVALID_ARGUMENT` (the message lists the valid choices; the
+ * configuration is unchanged); a destroyed or forged `cfg` → `CELERITY_ERROR_INVALID_STATE`.
+ */
+celerity_status celerity_config_set(struct celerity_config *cfg,
+                                    const char *key,
+                                    const char *value);
+
+/**
+ * Frees a configuration. NULL is accepted and ignored. Destroying a configuration twice is
+ * reported through `celerity_last_error_message` (status `CELERITY_ERROR_INVALID_STATE`) and
+ * otherwise ignored.
+ *
+ * Thread: any thread.
+ */
+void celerity_config_destroy(struct celerity_config *cfg);
 
 /**
  * Creates a buffer of `dims` (0 to 3) dimensions and extent `range` (entries beyond `dims` must
@@ -778,36 +699,6 @@ celerity_status celerity_submit_host_task(struct celerity_cg *cg,
                                           celerity_drop_fn drop);
 
 /**
- * Creates an empty configuration: every key takes its value from the environment or its
- * default (see the configuration table in the README).
- *
- * Ownership: the caller owns `*out` and frees it with `celerity_config_destroy`.
- * Thread: any thread. Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`.
- */
-celerity_status celerity_config_create(struct celerity_config **out);
-
-/**
- * Sets configuration `key` to `value` (both NUL-terminated strings, copied). A key set here
- * wins over its `CELERITY_*` environment variable.
- *
- * Thread: any thread. Errors: `cfg`, `key` or `value` NULL, an unknown key or a malformed
- * value → `CELERITY_ERROR_INVALID_ARGUMENT` (the message lists the valid choices; the
- * configuration is unchanged); a destroyed or forged `cfg` → `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_config_set(struct celerity_config *cfg,
-                                    const char *key,
-                                    const char *value);
-
-/**
- * Frees a configuration. NULL is accepted and ignored. Destroying a configuration twice is
- * reported through `celerity_last_error_message` (status `CELERITY_ERROR_INVALID_STATE`) and
- * otherwise ignored.
- *
- * Thread: any thread.
- */
-void celerity_config_destroy(struct celerity_config *cfg);
-
-/**
  * Fences `region` of `buf` (NULL: the whole buffer): once the future is ready, `dest` holds the
  * region as it is after every task submitted before, as dense row-major elements (each node
  * receives the full region). `dest` must stay valid until then.
@@ -911,69 +802,6 @@ celerity_status celerity_collective_group_create(struct celerity_collective_grou
  * Errors: released or forged handle → `CELERITY_ERROR_INVALID_STATE`.
  */
 celerity_status celerity_collective_group_release(struct celerity_collective_group *group);
-
-/**
- * Starts the runtime: reads the configuration (`cfg`, which wins, then `CELERITY_*` environment
- * variables), initialises MPI when started by an MPI launcher (with `MPI_THREAD_MULTIPLE`,
- * unless the program did), selects devices, starts the scheduler and executor threads. The
- * calling thread becomes the runtime's thread. `argc`/`argv` may be NULL; they are not modified.
- *
- * Errors: a second init, or init after shutdown → `CELERITY_ERROR_INVALID_STATE`; a malformed
- * environment variable → `CELERITY_ERROR_INVALID_ARGUMENT`; `devices=cuda` without a usable CUDA
- * driver → `CELERITY_ERROR_UNSUPPORTED`; MPI failures → `CELERITY_ERROR_COMMUNICATION`.
- */
-celerity_status celerity_runtime_init(int *argc, char ***argv, const struct celerity_config *cfg);
-
-/**
- * Shuts the runtime down: waits for all submitted work, releases buffers and host objects the
- * program did not release (destroying owned instances, running drop callbacks), stops the
- * threads, frees everything and finalises MPI if the runtime initialised it. Idempotent: a second
- * call returns `CELERITY_OK`. Reports an asynchronous failure no earlier call reported.
- *
- * Errors: before init or from another thread → `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_runtime_shutdown(void);
-
-/**
- * Writes node, node count, device count, backend and dry-run flag to `*out`.
- *
- * Errors: `out` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`; not running or another thread →
- * `CELERITY_ERROR_INVALID_STATE`.
- */
-celerity_status celerity_runtime_get_info(struct celerity_runtime_info *out);
-
-/**
- * The name of status `s` (e.g. `"CELERITY_ERROR_INVALID_ARGUMENT"`), or
- * `"CELERITY_UNKNOWN_STATUS"` for a value that is not a status.
- *
- * Ownership: the string is static; never free it. Thread: any thread. Never NULL.
- */
-const char *celerity_status_string(celerity_status s);
-
-/**
- * The message of the last failing celerity call on the calling thread, naming the function,
- * the offending argument and its value; `""` when the last call succeeded.
- *
- * Ownership: owned by the library; valid until the next celerity call on this thread.
- * Thread: any thread (each thread has its own message). Never NULL.
- */
-const char *celerity_last_error_message(void);
-
-/**
- * The library version, `"MAJOR.MINOR.PATCH"` (equal to `CELERITY_VERSION_STRING` of the
- * header the library was built with).
- *
- * Ownership: static; never free it. Thread: any thread. Never NULL.
- */
-const char *celerity_version_string(void);
-
-/**
- * The ABI version of the loaded library; equals `CELERITY_ABI_VERSION` when the program was
- * compiled against the matching header.
- *
- * Thread: any thread.
- */
-uint32_t celerity_abi_version(void);
 
 #ifdef __cplusplus
 }  // extern "C"

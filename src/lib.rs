@@ -4,7 +4,12 @@
 //! graph ([`task`]); the [`scheduler`] thread turns tasks into the per-node command graph
 //! ([`command`]) and instruction graph ([`instruction`]); the [`executor`] runs instructions on a
 //! [`backend`] and exchanges data through a communicator ([`comm`]). Geometry ([`grid`]) is used by
-//! every layer; [`debug`] prints graphs and traces.
+//! every layer; [`debug`] prints graphs and traces. What several stages share sits on the ground
+//! floor ([`error`], [`types`], [`policy`], [`user_objects`], [`thread_guard`]); imports run one
+//! way along the pipeline (`docs/architecture.md`, checked by `tests/module_graph.rs`).
+
+#![deny(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod backend;
 pub mod comm;
@@ -15,9 +20,12 @@ pub mod executor;
 pub mod ffi;
 pub mod grid;
 pub mod instruction;
+pub mod policy;
 pub mod runtime;
 pub mod scheduler;
 pub mod task;
+pub mod thread_guard;
 pub mod types;
+pub mod user_objects;
 
 pub use error::{Error, ErrorKind, Result};

@@ -1,4 +1,4 @@
-//! Strong id newtypes shared by every layer (digest section 0).
+//! Strong id newtypes shared by every layer (C++ Celerity: `types.h`).
 //!
 //! Ids come from plain counters, so in an SPMD program they agree across nodes exactly when the
 //! call order does. Each id prints with the short prefix that graph output and log messages use

@@ -28,7 +28,127 @@ fn generate() -> String {
         .with_src(crate_dir.join("src/ffi/mod.rs"));
     let mut out = Vec::new();
     builder.generate().expect("cbindgen failed").write(&mut out);
-    String::from_utf8(out).expect("header is UTF-8")
+    let header = String::from_utf8(out).expect("header is UTF-8");
+    one_line_field_docs(&values_beside_typedefs(
+        &header,
+        &ffi_constant_types(&crate_dir),
+    ))
+}
+
+/// `NAME -> type` for every `pub const NAME: celerity_type = ...;` of src/ffi (the values of
+/// the integer typedefs that stand in for C enums).
+fn ffi_constant_types(crate_dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(crate_dir.join("src/ffi"))
+        .expect("src/ffi")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    let mut constants = Vec::new();
+    for file in files {
+        let source = std::fs::read_to_string(&file).expect("read ffi source");
+        for line in source.lines() {
+            let Some(rest) = line.strip_prefix("pub const ") else {
+                continue;
+            };
+            let Some((name, rest)) = rest.split_once(':') else {
+                continue;
+            };
+            let ty = rest.split('=').next().unwrap_or_default().trim();
+            if ty.starts_with("celerity_") {
+                constants.push((name.trim().to_owned(), ty.to_owned()));
+            }
+        }
+    }
+    constants
+}
+
+/// cbindgen writes every constant after every type; this moves each typed constant (with its
+/// doc comment) right below the typedef of its type, so a C reader finds the values of
+/// `celerity_access_mode` where the type is declared.
+fn values_beside_typedefs(header: &str, constants: &[(String, String)]) -> String {
+    let lines: Vec<&str> = header.lines().collect();
+    let type_of = |line: &str| {
+        let name = line.strip_prefix("#define ")?.split_whitespace().next()?;
+        constants
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, ty)| ty.clone())
+    };
+    // Pass 1: cut out each typed constant's block (doc comment, #define, following blank line).
+    let mut kept: Vec<&str> = Vec::new();
+    let mut blocks: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let doc_end = if lines[i] == "/**" {
+            (i..lines.len()).find(|&j| lines[j] == " */")
+        } else {
+            None
+        };
+        let define = doc_end.map_or(i, |end| end + 1);
+        match lines.get(define).and_then(|l| type_of(l)) {
+            Some(ty) => {
+                blocks.push((ty, lines[i..=define].to_vec()));
+                i = define + 1;
+                if lines.get(i) == Some(&"") {
+                    i += 1;
+                }
+            }
+            None => {
+                kept.push(lines[i]);
+                i += 1;
+            }
+        }
+    }
+    // Pass 2: put them back below their typedefs, in their original order.
+    let mut out = String::with_capacity(header.len());
+    for line in kept {
+        out.push_str(line);
+        out.push('\n');
+        let Some(ty) = line
+            .strip_prefix("typedef uint32_t ")
+            .and_then(|t| t.strip_suffix(';'))
+        else {
+            continue;
+        };
+        for (_, block) in blocks.iter().filter(|(t, _)| t == ty) {
+            out.push('\n');
+            for l in block {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// A struct field or an enum value whose doc is one line reads `/** text */` on one line
+/// instead of three.
+fn one_line_field_docs(header: &str) -> String {
+    let lines: Vec<&str> = header.lines().collect();
+    let mut out = String::with_capacity(header.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let field = lines[i] == "    /**" && lines.get(i + 2) == Some(&"     */");
+        let value = lines[i] == "/**"
+            && lines.get(i + 2) == Some(&" */")
+            && lines
+                .get(i + 3)
+                .is_some_and(|l| l.starts_with("#define CELERITY_"));
+        let indent = if field { "    " } else { "" };
+        if (field || value)
+            && let Some(text) = lines[i + 1].trim_start().strip_prefix("* ")
+            && indent.len() + text.len() + 7 <= 100
+        {
+            out.push_str(&format!("{indent}/** {text} */\n"));
+            i += 3;
+            continue;
+        }
+        out.push_str(lines[i]);
+        out.push('\n');
+        i += 1;
+    }
+    out
 }
 
 #[test]

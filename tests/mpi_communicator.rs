@@ -151,6 +151,11 @@ fn rank_main() {
     let environment = MpiEnvironment::init().unwrap();
     assert!(environment.owns_mpi());
     let mut world = environment.world().unwrap();
+    // All ranks run on this one host, so their host-local ranks are their ranks.
+    assert_eq!(
+        world.host_local_rank().unwrap(),
+        (world.local_node().0 as usize, world.num_nodes())
+    );
     exchange_payloads(&mut world);
     world.collective_barrier().unwrap();
     // Clones are independent and usable concurrently from their own threads.

@@ -113,9 +113,11 @@ impl BoundsRecords {
         Ok(Self { memory, len })
     }
 
+    /// The address of record `index` (inside the allocation for index < len, see `new_host`).
     fn slot(base: *mut u8, fallback_bytes: usize, index: usize) -> *mut BoundsRecord {
-        // SAFETY (for callers): in bounds for index < len, see `new_host`.
-        unsafe { base.add(fallback_bytes).cast::<BoundsRecord>().add(index) }
+        base.wrapping_add(fallback_bytes)
+            .cast::<BoundsRecord>()
+            .wrapping_add(index)
     }
 
     /// The address of accessor `index`'s record, for the accessor handed to the kernel.

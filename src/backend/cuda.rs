@@ -1,4 +1,4 @@
-//! The CUDA backend (cudarc, driver API, loaded at run time; digest 6.6).
+//! The CUDA backend (cudarc, driver API, loaded at run time; C++ Celerity: `backend/backend.h`).
 //!
 //! The library is built without the CUDA toolkit and runs with or without a GPU: the driver
 //! (`libcuda.so`) is loaded on first use, and its absence is an `Unsupported` error, not a crash.
@@ -12,14 +12,20 @@
 //!   called on that thread with the lane's stream and must only enqueue work on it.
 //! * After each enqueue a `CUevent` is recorded; [`Backend::poll`] queries pending events and
 //!   completes their [`AsyncEvent`]s, so the executor never blocks on the GPU.
-//! * Host memory (memory 1) is pinned (`cuMemHostAlloc`, portable) so host↔device copies are
-//!   asynchronous; device memory comes from `cuMemAlloc`. All allocations run in order on one
+//! * Host memory (memory 1) is pinned (`cuMemHostAlloc`, portable) and comes from a bounded
+//!   [`PinnedPool`], so repeated host allocations reuse page-locked blocks; beyond the pool's
+//!   limit host allocations are pageable. Device memory comes from `cuMemAlloc`.
+//! * User memory (memory 0) copies to and from device memories directly: a contiguous copy with
+//!   a pageable end is staged through pinned chunks with parallel host copies
+//!   ([`staging`]); pinned ends (the pool's blocks, memory the program pinned) are DMA'd as is.
+//! * Events recorded after each submission are reused, and [`Backend::poll`] queries only the
+//!   oldest pending event of each stream (a stream completes in order). All allocations run in order on one
 //!   allocation thread. Peer access is enabled between devices that support it both ways; the
 //!   system model marks only those pairs as copy peers, so other device↔device copies are staged
 //!   through host memory by the instruction graph.
 //! * Host tasks and host↔host copies run on host lane threads, as in the host backend.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -32,12 +38,17 @@ use super::SendPtr;
 use super::bounds::BoundsRecords;
 use super::event::{AsyncEvent, Completion, EventCompleter};
 use super::host::{host_copy_job, host_launch_job};
+use super::host_memory::HostAllocation;
 use super::interface::{Backend, CopyLane, KernelInvocation, LaunchEnvironment, Launcher};
 use super::nd_memory::{NdCopyLayout, StridedBox};
+use super::pinned_pool::{PinnedAllocator, PinnedPool};
 use super::system_info::SystemInfo;
 use super::thread_queue::{Lanes, ThreadQueue};
 use crate::error::{Error, ErrorKind, Result};
 use crate::types::{DeviceId, MemoryId};
+
+mod staging;
+use staging::{Direction, STAGING_THRESHOLD, direct_pageable_copy, staged_copy};
 
 fn device_error(what: &str, error: DriverError) -> Error {
     let kind = if error.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
@@ -94,16 +105,66 @@ fn make_current(context: Handle<sys::CUcontext>) -> Result<()> {
 /// Per-device state touched only by the device's submission thread.
 struct DeviceLanes {
     streams: Vec<Handle<sys::CUstream>>,
+    /// Per lane: submissions handed to the submission thread and not yet run.
+    queued: Vec<usize>,
+    /// Per lane: submissions enqueued since the lane's last recorded event.
+    unrecorded: Vec<usize>,
 }
+
+/// A lane records a completion event at least every this many submissions, even while more
+/// are queued behind (so completions keep flowing under a steady stream of work).
+const MAX_UNRECORDED: usize = 32;
 
 struct CudaDevice {
     cu_device: sys::CUdevice,
+    /// The driver's number for the device (`cuDeviceGet`).
+    ordinal: usize,
     context: Handle<sys::CUcontext>,
     submitter: ThreadQueue,
     lanes: Arc<Mutex<DeviceLanes>>,
+    /// Completed events of this device's context, for reuse.
+    spare_events: SpareEvents,
 }
 
-type PendingEvents = Arc<Mutex<Vec<(Handle<sys::CUevent>, EventCompleter)>>>;
+/// Submitted work not yet known complete, per (device, lane) stream in submission order. Only
+/// some submissions record an event (the last one queued for its lane, or every
+/// [`MAX_UNRECORDED`]th); a stream runs in order, so an event completes every entry before it.
+/// An entry without a completer only carries an event (after a failed submission).
+type PendingEvents = Arc<Mutex<HashMap<(usize, usize), VecDeque<PendingEntry>>>>;
+type PendingEntry = (Option<Handle<sys::CUevent>>, Option<EventCompleter>);
+
+/// Completed events, reused by later submissions (creating one per task costs a driver call).
+type SpareEvents = Arc<Mutex<Vec<Handle<sys::CUevent>>>>;
+
+/// Page-locked host memory from the driver (portable: usable from every context).
+struct DriverPinned {
+    context: Handle<sys::CUcontext>,
+}
+
+impl PinnedAllocator for DriverPinned {
+    fn allocate(&mut self, bytes: usize) -> Result<usize> {
+        make_current(self.context)?;
+        let mut pointer: *mut c_void = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the context is current.
+        check("cuMemHostAlloc", unsafe {
+            sys::cuMemHostAlloc(&mut pointer, bytes, sys::CU_MEMHOSTALLOC_PORTABLE)
+        })
+        .map_err(|e| e.context(format!("allocating {bytes} pinned host bytes")))?;
+        Ok(pointer as usize)
+    }
+
+    unsafe fn free(&mut self, address: usize, _bytes: usize) {
+        if make_current(self.context).is_ok() {
+            // SAFETY: the caller passes a block from `allocate` that nothing uses any more.
+            unsafe { sys::cuMemFreeHost(address as *mut c_void) };
+        }
+    }
+}
+
+type SharedPool = Arc<Mutex<PinnedPool<DriverPinned>>>;
+
+/// The default bound of pinned host memory (the `pinned_memory_limit` default).
+pub const DEFAULT_PINNED_LIMIT: usize = 4 << 30;
 
 /// The CUDA backend.
 pub struct CudaBackend {
@@ -114,6 +175,10 @@ pub struct CudaBackend {
     pending: PendingEvents,
     /// Live allocations by (memory, address), to reject bad frees.
     live: Arc<Mutex<HashSet<(MemoryId, usize)>>>,
+    /// Pinned host memory: memory 1's allocations and staging chunks.
+    pool: SharedPool,
+    /// Host allocations the pool refused (beyond its limit), by address.
+    pageable: Arc<Mutex<HashMap<usize, HostAllocation>>>,
 }
 
 // SAFETY: all raw CUDA handles inside are only used on threads that make their context current
@@ -121,21 +186,45 @@ pub struct CudaBackend {
 unsafe impl Send for CudaBackend {}
 
 impl CudaBackend {
-    /// A backend over all CUDA devices of this node. `Unsupported` without a usable driver or
-    /// without devices.
+    /// A backend over all CUDA devices of this node with the default pinned-memory bound.
+    /// `Unsupported` without a usable driver or without devices.
     pub fn new() -> Result<Self> {
+        Self::with_pinned_limit(DEFAULT_PINNED_LIMIT)
+    }
+
+    /// A backend over all CUDA devices of this node holding at most `pinned_limit` bytes of
+    /// page-locked host memory.
+    pub fn with_pinned_limit(pinned_limit: usize) -> Result<Self> {
+        Self::on_devices(None, pinned_limit)
+    }
+
+    /// A backend over the CUDA devices `ordinals` (all when `None`; as the driver numbers them,
+    /// after `CUDA_VISIBLE_DEVICES`), which become the runtime's devices D0, D1, ... in this order.
+    pub fn on_devices(ordinals: Option<&[usize]>, pinned_limit: usize) -> Result<Self> {
         let count = device_count()?;
         if count == 0 {
             return Err(Error::unsupported("the CUDA driver reports no devices"));
         }
-        if count + 2 > super::system_info::MAX_MEMORIES {
+        let ordinals: Vec<usize> = match ordinals {
+            Some(chosen) => {
+                if let Some(bad) = chosen.iter().find(|&&o| o >= count) {
+                    return Err(Error::invalid_argument(format!(
+                        "CUDA device {bad} does not exist: the driver reports {count} device(s)"
+                    )));
+                }
+                chosen.to_vec()
+            }
+            None => (0..count).collect(),
+        };
+        if ordinals.len() + 2 > super::system_info::MAX_MEMORIES {
             return Err(Error::unsupported(format!(
-                "{count} CUDA devices exceed the supported {}",
+                "{} CUDA devices exceed the supported {}",
+                ordinals.len(),
                 super::system_info::MAX_MEMORIES - 2
             )));
         }
-        let mut devices = Vec::with_capacity(count);
-        for ordinal in 0..count {
+        let mut devices = Vec::with_capacity(ordinals.len());
+        for &ordinal in &ordinals {
             let cu_device =
                 result::device::get(ordinal as i32).map_err(|e| device_error("cuDeviceGet", e))?;
             // SAFETY: `cu_device` is a valid device handle; the primary context is released in Drop.
@@ -145,14 +234,25 @@ impl CudaBackend {
             let submitter = ThreadQueue::new(format!("celerity-cuda-D{ordinal}"))?;
             devices.push(CudaDevice {
                 cu_device,
+                ordinal,
                 context,
                 submitter,
                 lanes: Arc::new(Mutex::new(DeviceLanes {
                     streams: Vec::new(),
+                    queued: Vec::new(),
+                    unrecorded: Vec::new(),
                 })),
+                spare_events: Arc::default(),
             });
         }
-        let system = Self::system_with_peer_access(&devices)?;
+        let mut system = Self::system_with_peer_access(&devices)?;
+        system.connect_user_memory_to_devices();
+        let pool = PinnedPool::new(
+            DriverPinned {
+                context: devices[0].context,
+            },
+            pinned_limit,
+        );
         Ok(Self {
             system,
             devices,
@@ -160,6 +260,8 @@ impl CudaBackend {
             alloc_queue: ThreadQueue::new("celerity-alloc")?,
             pending: Arc::default(),
             live: Arc::default(),
+            pool: Arc::new(Mutex::new(pool)),
+            pageable: Arc::default(),
         })
     }
 
@@ -214,35 +316,75 @@ impl CudaBackend {
             Err(error) => return AsyncEvent::ready(Err(error)),
         };
         let (event, completer) = AsyncEvent::pending();
-        let (context, lanes, pending) = (
+        let (context, lanes, pending, spare) = (
             device_state.context,
             device_state.lanes.clone(),
             self.pending.clone(),
+            device_state.spare_events.clone(),
         );
+        let key = (device.0 as usize, lane);
+        {
+            let mut lanes = lanes.lock();
+            if lanes.queued.len() <= lane {
+                lanes.queued.resize(lane + 1, 0);
+                lanes.unrecorded.resize(lane + 1, 0);
+            }
+            lanes.queued[lane] += 1;
+        }
         let _ = device_state.submitter.submit(move || {
-            let outcome = (|| {
-                make_current(context)?;
-                let stream = {
-                    let mut lanes = lanes.lock();
-                    while lanes.streams.len() <= lane {
-                        let stream =
-                            result::stream::create(result::stream::StreamKind::NonBlocking)
-                                .map_err(|e| device_error("cuStreamCreate", e))?;
-                        lanes.streams.push(Handle(stream));
-                    }
-                    lanes.streams[lane]
+            let record_event = |stream: Handle<sys::CUstream>| -> Result<Handle<sys::CUevent>> {
+                let reused = spare.lock().pop();
+                let cu_event = match reused {
+                    Some(event) => event.0,
+                    None => result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+                        .map_err(|e| device_error("cuEventCreate", e))?,
                 };
-                enqueue(stream)?;
-                let cu_event = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-                    .map_err(|e| device_error("cuEventCreate", e))?;
-                // SAFETY: event and stream belong to the current context.
+                // SAFETY: event (this device's, created in its context) and stream belong to
+                // the current context.
                 unsafe { result::event::record(cu_event, stream.0) }
                     .map_err(|e| device_error("cuEventRecord", e))?;
                 Ok(Handle(cu_event))
+            };
+            // (stream, whether this submission records, whether earlier ones await an event)
+            let lane_state = (|| {
+                make_current(context)?;
+                let mut lanes = lanes.lock();
+                lanes.queued[lane] -= 1;
+                while lanes.streams.len() <= lane {
+                    let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
+                        .map_err(|e| device_error("cuStreamCreate", e))?;
+                    lanes.streams.push(Handle(stream));
+                }
+                let waiting = lanes.unrecorded[lane];
+                let record = lanes.queued[lane] == 0 || waiting + 1 >= MAX_UNRECORDED;
+                lanes.unrecorded[lane] = if record { 0 } else { waiting + 1 };
+                Ok((lanes.streams[lane], record, waiting > 0))
             })();
-            match outcome {
-                Ok(cu_event) => pending.lock().push((cu_event, completer)),
-                Err(error) => completer.complete(Err(error)),
+            let (stream, record, earlier_waiting) = match lane_state {
+                Ok(state) => state,
+                Err(error) => {
+                    completer.complete(Err(error));
+                    return Ok(Completion::Done);
+                }
+            };
+            match enqueue(stream).and_then(|()| record.then(|| record_event(stream)).transpose()) {
+                Ok(cu_event) => pending
+                    .lock()
+                    .entry(key)
+                    .or_default()
+                    .push_back((cu_event, Some(completer))),
+                Err(error) => {
+                    completer.complete(Err(error));
+                    // Earlier submissions of this lane still need an event to complete by.
+                    if record && earlier_waiting {
+                        let carrier = record_event(stream).ok();
+                        pending
+                            .lock()
+                            .entry(key)
+                            .or_default()
+                            .push_back((carrier, None));
+                    }
+                }
             }
             Ok(Completion::Done)
         });
@@ -250,33 +392,100 @@ impl CudaBackend {
     }
 }
 
-/// Enqueues the copy described by `layout` on `stream` (unified addressing: any pointer kind).
+/// What the driver knows about one end of a copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MemoryKind {
+    /// Device memory, or host memory the driver page-locked (the pool's blocks, memory the
+    /// program allocated or registered with CUDA): DMA'd directly.
+    Registered,
+    /// Ordinary host memory.
+    Pageable,
+}
+
+/// Classifies `pointer`: the pool's blocks without asking the driver; otherwise device memory
+/// by its memory type, and host memory the program pinned by `cuMemHostGetFlags` succeeding.
+/// (The memory type alone does not tell pinned from pageable: on the H200's driver, with
+/// heterogeneous memory management, copies classified by type alone ran at pageable speed, so
+/// plain `malloc` memory evidently reports a host type there.)
+fn memory_kind(pointer: *const u8, pool: &SharedPool) -> MemoryKind {
+    if pool.lock().contains(pointer as usize, 1) {
+        return MemoryKind::Registered;
+    }
+    let mut memory_type: u32 = 0;
+    // SAFETY: a valid out-pointer of the attribute's type; any address may be queried.
+    let code = unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut memory_type as *mut u32).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            pointer as sys::CUdeviceptr,
+        )
+    };
+    if code != sys::CUresult::CUDA_SUCCESS {
+        return MemoryKind::Pageable;
+    }
+    if memory_type == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 {
+        return MemoryKind::Registered;
+    }
+    let mut host_flags: u32 = 0;
+    // SAFETY: a valid out-pointer; the call only succeeds for page-locked host memory
+    // (cuMemHostAlloc / cudaMallocHost / registered).
+    let pinned = unsafe { sys::cuMemHostGetFlags(&mut host_flags, pointer as *mut c_void) };
+    if pinned == sys::CUresult::CUDA_SUCCESS {
+        MemoryKind::Registered
+    } else {
+        MemoryKind::Pageable
+    }
+}
+
+/// Whether a copy with these ends goes through pinned staging, and which way: a contiguous
+/// copy of at least [`STAGING_THRESHOLD`] bytes between pageable memory and the driver's
+/// memory. (Strided pageable copies and small ones use the driver's pageable path.)
+fn staging_direction(ends: (MemoryKind, MemoryKind), layout: &NdCopyLayout) -> Option<Direction> {
+    if layout.num_complex_strides != 0 || layout.contiguous_size < STAGING_THRESHOLD {
+        return None;
+    }
+    match ends {
+        (MemoryKind::Pageable, MemoryKind::Registered) => Some(Direction::ToDevice),
+        (MemoryKind::Registered, MemoryKind::Pageable) => Some(Direction::ToHost),
+        _ => None,
+    }
+}
+
+/// Enqueues the copy described by `layout` on `stream` (unified addressing for the driver's
+/// memory, explicit host memory for pageable ends).
 ///
 /// # Safety
 /// The pointers must cover the layout's runs and stay valid until the stream reaches the copy.
 unsafe fn enqueue_layout_copy(
     source: *const u8,
     dest: *mut u8,
+    ends: (MemoryKind, MemoryKind),
     layout: &NdCopyLayout,
     stream: sys::CUstream,
 ) -> Result<()> {
     if layout.contiguous_size == 0 {
         return Ok(());
     }
+    // Pageable memory is unknown to unified addressing: name it as host memory.
+    let memory_type = |kind: MemoryKind| match kind {
+        MemoryKind::Pageable => sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+        MemoryKind::Registered => sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED,
+    };
     let copy_2d = |src_offset: usize, dst_offset: usize, pitch: (usize, usize), height: usize| {
+        let (src_address, dst_address) = (source as usize + src_offset, dest as usize + dst_offset);
         let copy = sys::CUDA_MEMCPY2D {
             srcXInBytes: 0,
             srcY: 0,
-            srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED,
-            srcHost: std::ptr::null(),
-            srcDevice: source as sys::CUdeviceptr + src_offset as sys::CUdeviceptr,
+            srcMemoryType: memory_type(ends.0),
+            srcHost: src_address as *const c_void,
+            srcDevice: src_address as sys::CUdeviceptr,
             srcArray: std::ptr::null_mut(),
             srcPitch: pitch.0,
             dstXInBytes: 0,
             dstY: 0,
-            dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED,
-            dstHost: std::ptr::null_mut(),
-            dstDevice: dest as sys::CUdeviceptr + dst_offset as sys::CUdeviceptr,
+            dstMemoryType: memory_type(ends.1),
+            dstHost: dst_address as *mut c_void,
+            dstDevice: dst_address as sys::CUdeviceptr,
             dstArray: std::ptr::null_mut(),
             dstPitch: pitch.1,
             WidthInBytes: layout.contiguous_size,
@@ -288,8 +497,34 @@ unsafe fn enqueue_layout_copy(
         })
     };
     match layout.num_complex_strides {
+        0 if ends.0 == MemoryKind::Pageable || ends.1 == MemoryKind::Pageable => {
+            let direction = if ends.0 == MemoryKind::Pageable {
+                Direction::ToDevice
+            } else {
+                Direction::ToHost
+            };
+            let (source, dest) = (
+                source as usize + layout.offset_in_source,
+                dest as usize + layout.offset_in_dest,
+            );
+            let (host, device) = match direction {
+                Direction::ToDevice => (source, dest),
+                Direction::ToHost => (dest, source),
+            };
+            // SAFETY: as above.
+            unsafe {
+                direct_pageable_copy(
+                    direction,
+                    host as *mut u8,
+                    device as sys::CUdeviceptr,
+                    layout.contiguous_size,
+                    stream,
+                )
+            }
+        }
         0 => {
-            // SAFETY: as above; unified addressing lets cuMemcpyAsync take any pointer kind.
+            // SAFETY: as above; unified addressing lets cuMemcpyAsync take any pointer kind
+            // the driver knows.
             check("cuMemcpyAsync", unsafe {
                 sys::cuMemcpyAsync(
                     dest as sys::CUdeviceptr + layout.offset_in_dest as sys::CUdeviceptr,
@@ -336,10 +571,14 @@ impl Backend for CudaBackend {
             .map(|(i, device)| {
                 let name = result::device::get_name(device.cu_device)
                     .unwrap_or_else(|_| "unknown device".to_owned());
+                let ordinal = device.ordinal;
                 // SAFETY: `cu_device` is a valid device handle.
                 match unsafe { result::device::total_mem(device.cu_device) } {
-                    Ok(bytes) => format!("D{i} CUDA {name} ({:.1} GiB)", bytes as f64 / GIB),
-                    Err(_) => format!("D{i} CUDA {name}"),
+                    Ok(bytes) => format!(
+                        "D{i} = CUDA device {ordinal} {name} ({:.1} GiB)",
+                        bytes as f64 / GIB
+                    ),
+                    Err(_) => format!("D{i} = CUDA device {ordinal} {name}"),
                 }
             })
             .collect();
@@ -361,6 +600,7 @@ impl Backend for CudaBackend {
         };
         let context = target.unwrap_or(self.devices[0].context);
         let live = self.live.clone();
+        let (pool, pageable) = (self.pool.clone(), self.pageable.clone());
         self.alloc_queue.submit(move || {
             let limit = if target.is_some() { 256 } else { 4096 };
             if !align.is_power_of_two() || align > limit {
@@ -375,12 +615,15 @@ impl Backend for CudaBackend {
                 // SAFETY: valid out-pointer; the context is current.
                 check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut pointer, bytes) }).map_err(|e| e.context(format!("allocating {size} bytes in {memory}")))?;
                 pointer as usize
+            } else if let Some(address) = pool.lock().acquire(bytes) {
+                address // page-aligned: satisfies any alignment up to 4096
             } else {
-                let mut pointer: *mut c_void = std::ptr::null_mut();
-                // SAFETY: valid out-pointer; portable pinned memory is usable from every context.
-                check("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut pointer, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) })
-                    .map_err(|e| e.context(format!("allocating {size} pinned host bytes")))?;
-                pointer as usize
+                // Beyond the pinned limit: pageable memory, which copies stage (staging.rs).
+                let allocation = HostAllocation::new(bytes, align)
+                    .map_err(|e| e.context(format!("allocating {size} host bytes")))?;
+                let address = allocation.as_ptr() as usize;
+                pageable.lock().insert(address, allocation);
+                address
             };
             live.lock().insert((memory, address));
             Ok(Completion::Allocation(address))
@@ -395,6 +638,7 @@ impl Backend for CudaBackend {
                 self.devices[d.0 as usize].context
             });
         let live = self.live.clone();
+        let (pool, pageable) = (self.pool.clone(), self.pageable.clone());
         let address = ptr as usize;
         self.alloc_queue.submit(move || {
             if !live.lock().remove(&(memory, address)) {
@@ -403,12 +647,15 @@ impl Backend for CudaBackend {
                 )));
             }
             make_current(context)?;
-            // SAFETY: the address came from the matching allocation call and is no longer used.
             if memory == MemoryId::HOST {
-                check("cuMemFreeHost", unsafe {
-                    sys::cuMemFreeHost(address as *mut c_void)
-                })?;
+                // Pinned blocks go back to the pool, pageable ones are dropped.
+                if !pool.lock().release(address) && pageable.lock().remove(&address).is_none() {
+                    return Err(Error::internal(format!(
+                        "host allocation {address:#x} is neither pooled nor pageable"
+                    )));
+                }
             } else {
+                // SAFETY: the address came from cuMemAlloc and is no longer used.
                 check("cuMemFree", unsafe {
                     sys::cuMemFree_v2(address as sys::CUdeviceptr)
                 })?;
@@ -436,11 +683,37 @@ impl Backend for CudaBackend {
             }
             CopyLane::Device(device, index) => {
                 let layout = source_box.copy_layout_to(&dest_box, elem_size);
+                let pool = self.pool.clone();
                 self.submit_to_stream(device, index, move |stream| {
                     let (source, dest) = (source, dest);
-                    // SAFETY: the caller guarantees validity until the event completes, which
-                    // happens only after the stream passed the copy.
-                    unsafe { enqueue_layout_copy(source.0, dest.0, &layout, stream.0) }
+                    let ends = (memory_kind(source.0, &pool), memory_kind(dest.0, &pool));
+                    match staging_direction(ends, &layout) {
+                        // SAFETY: the caller guarantees validity until the event
+                        // completes, which happens only after the stream passed the copy.
+                        Some(direction) => unsafe {
+                            let (host, device) = match direction {
+                                Direction::ToDevice => (source.0, dest.0),
+                                Direction::ToHost => (dest.0, source.0),
+                            };
+                            let offsets = (layout.offset_in_source, layout.offset_in_dest);
+                            let (host_offset, device_offset) = match direction {
+                                Direction::ToDevice => offsets,
+                                Direction::ToHost => (offsets.1, offsets.0),
+                            };
+                            staged_copy(
+                                direction,
+                                host.add(host_offset),
+                                device as sys::CUdeviceptr + device_offset as sys::CUdeviceptr,
+                                layout.contiguous_size,
+                                stream.0,
+                                &pool,
+                            )
+                        },
+                        // SAFETY: as above.
+                        None => unsafe {
+                            enqueue_layout_copy(source.0, dest.0, ends, &layout, stream.0)
+                        },
+                    }
                 })
             }
         }
@@ -496,19 +769,35 @@ impl Backend for CudaBackend {
 
     fn poll(&mut self) -> Result<()> {
         let mut pending = self.pending.lock();
-        let mut index = 0;
-        while index < pending.len() {
-            let cu_event = pending[index].0;
-            // SAFETY: the event was created by a submission thread and is destroyed only here.
-            let code = unsafe { sys::cuEventQuery(cu_event.0) };
-            if code == sys::CUresult::CUDA_ERROR_NOT_READY {
-                index += 1;
-                continue;
+        for (&(device, _), queue) in pending.iter_mut() {
+            // A stream runs in order: its first event completes every entry up to it; once
+            // that event is not reached, neither are the later ones.
+            while let Some(index) = queue.iter().position(|(event, _)| event.is_some()) {
+                let cu_event = queue[index].0.expect("found above");
+                // SAFETY: the event was recorded by a submission thread and is only queried or
+                // reused after this point.
+                let code = unsafe { sys::cuEventQuery(cu_event.0) };
+                if code == sys::CUresult::CUDA_ERROR_NOT_READY {
+                    break;
+                }
+                match self.devices.get(device) {
+                    Some(d) if code == sys::CUresult::CUDA_SUCCESS => {
+                        d.spare_events.lock().push(cu_event)
+                    }
+                    // SAFETY: a failed event is not reused; nothing else holds it.
+                    _ => unsafe {
+                        sys::cuEventDestroy_v2(cu_event.0);
+                    },
+                }
+                let outcome = check("CUDA work on the stream", code)
+                    .map(|()| Completion::Done)
+                    .map_err(|e| e.context(format!("device D{device}")));
+                for (_, completer) in queue.drain(..=index) {
+                    if let Some(completer) = completer {
+                        completer.complete(outcome.clone());
+                    }
+                }
             }
-            let (_, completer) = pending.swap_remove(index);
-            // SAFETY: the event is complete (or failed) and no longer used.
-            unsafe { sys::cuEventDestroy_v2(cu_event.0) };
-            completer.complete(check("CUDA work", code).map(|()| Completion::Done));
         }
         Ok(())
     }
@@ -523,9 +812,14 @@ impl Drop for CudaBackend {
         let mut retained = Vec::with_capacity(self.devices.len());
         for device in std::mem::take(&mut self.devices) {
             let lanes = device.lanes.clone();
+            let spare = device.spare_events.clone();
             let context = device.context;
             let _ = device.submitter.submit(move || {
                 make_current(context)?;
+                for event in spare.lock().drain(..) {
+                    // SAFETY: completed events of the current context, never used again.
+                    unsafe { sys::cuEventDestroy_v2(event.0) };
+                }
                 for stream in lanes.lock().streams.drain(..) {
                     // SAFETY: streams of the current context, no longer used after this point.
                     unsafe {
@@ -538,8 +832,10 @@ impl Drop for CudaBackend {
             retained.push(device.cu_device);
             // Dropping the device joins its submission thread after the job above ran.
         }
-        // Retire the finished events while the contexts still exist, then release them.
+        // Retire the finished events and return the cached pinned blocks while the contexts
+        // still exist, then release them.
         self.poll().ok();
+        self.pool.lock().trim();
         for cu_device in retained {
             // SAFETY: retained in new(); nothing uses the context any more.
             unsafe {

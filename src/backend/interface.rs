@@ -1,5 +1,5 @@
-//! What the executor asks of a backend (digest 6.6), independent of host, emulated or CUDA
-//! devices.
+//! What the executor asks of a backend (C++ Celerity: `backend/backend.h`), independent of host,
+//! emulated or CUDA devices.
 //!
 //! Every operation is enqueued and returns an [`AsyncEvent`]; allocations complete with
 //! [`Completion::Allocation`]. Allocations and frees of one backend run in order on one
@@ -29,6 +29,8 @@ pub struct AccessorInfo {
     pub allocated_box: GridBox,
     /// The box the range mapper asked for, for this chunk.
     pub accessed_box: GridBox,
+    /// Bytes per element of the buffer.
+    pub elem_size: usize,
     /// With `accessor_boundary_check`: this accessor's [`BoundsRecord`]; otherwise null.
     ///
     /// [`BoundsRecord`]: super::bounds::BoundsRecord

@@ -4,16 +4,21 @@
 //! memory and emulated devices. Building blocks shared by every backend: [`event`] (completion
 //! of asynchronous operations), [`thread_queue`] (in-order worker threads for lanes, emulated
 //! devices and allocations), [`host_memory`] (aligned host allocations), [`nd_memory`] (n-D box
-//! copies) and [`system_info`] (the memories and devices the instruction graph plans against).
+//! copies), [`parallel_copy`] (large host copies on several threads), [`pinned_pool`] (reused
+//! page-locked host memory) and [`system_info`] (the memories and devices the instruction graph
+//! plans against).
 
 pub mod bounds;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod cuda_error_names;
 pub mod event;
 pub mod host;
 pub mod host_memory;
 pub mod interface;
 pub mod nd_memory;
+pub mod parallel_copy;
+pub mod pinned_pool;
 pub mod system_info;
 pub mod thread_queue;
 

@@ -233,8 +233,9 @@ pub unsafe fn copy_box_raw(
     let layout = source.copy_layout_to(&dest, elem_size);
     layout.for_each_run(|s, d, len| {
         // SAFETY: the caller guarantees both allocations cover every run of the layout (which
-        // stays inside the boxes) and that source and destination runs do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(src.add(s), dst.add(d), len) }
+        // stays inside the boxes) and that source and destination runs do not overlap. Long
+        // runs (a fence of a whole buffer into user memory) are copied on several threads.
+        unsafe { super::parallel_copy::copy(dst.add(d), src.add(s), len) }
     });
 }
 

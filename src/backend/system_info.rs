@@ -1,5 +1,6 @@
 //! The system model the instruction graph generator plans against: which memories exist, which
-//! device each memory belongs to, and which memories can copy to which directly (digest 5.1).
+//! device each memory belongs to, and which memories can copy to which directly (C++ Celerity:
+//! `system_info.h`).
 //!
 //! Memory 0 is user memory (pointers handed in by the program), memory 1 runtime-managed host
 //! memory, and memory 2 + d the native memory of local device d.
@@ -133,6 +134,21 @@ impl SystemInfo {
         })
     }
 
+    /// Lets user memory copy to and from every device memory directly, for backends that move
+    /// pageable memory themselves (CUDA stages it through pinned chunks at DMA speed, which
+    /// beats a host-memory hop: one copy less, and no full-size pinned staging allocation).
+    pub fn connect_user_memory_to_devices(&mut self) {
+        for device in &self.devices {
+            let memory = device.native_memory;
+            self.memories[MemoryId::USER.0 as usize]
+                .copy_peers
+                .insert(memory);
+            self.memories[memory.0 as usize]
+                .copy_peers
+                .insert(MemoryId::USER);
+        }
+    }
+
     /// Whether data can be copied from `source` to `dest` without staging.
     pub fn can_copy(&self, source: MemoryId, dest: MemoryId) -> bool {
         self.memories
@@ -180,6 +196,18 @@ mod tests {
             with.memories[1].copy_peers.iter().collect::<Vec<_>>(),
             vec![user, host, d0, d1]
         );
+    }
+
+    #[test]
+    fn user_memory_can_be_connected_to_every_device() {
+        let mut s = SystemInfo::with_devices(2, false).unwrap();
+        s.connect_user_memory_to_devices();
+        let (user, host, d0, d1) = (MemoryId(0), MemoryId(1), MemoryId(2), MemoryId(3));
+        for d in [d0, d1] {
+            assert!(s.can_copy(user, d) && s.can_copy(d, user));
+        }
+        assert!(s.can_copy(user, host));
+        assert!(!s.can_copy(d0, d1), "device peers are unchanged");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crossbeam_channel::{Sender, unbounded};
 
 use super::event::{AsyncEvent, Completion, EventCompleter};
 use crate::error::{Error, Result};
+use crate::thread_guard::panic_message;
 
 type Job = Box<dyn FnOnce() -> Result<Completion> + Send>;
 
@@ -33,11 +34,7 @@ impl ThreadQueue {
             .spawn(move || {
                 for (job, completer) in receiver {
                     let outcome = catch_unwind(AssertUnwindSafe(job)).unwrap_or_else(|payload| {
-                        let message = payload
-                            .downcast_ref::<&str>()
-                            .map(|s| s.to_string())
-                            .or_else(|| payload.downcast_ref::<String>().cloned())
-                            .unwrap_or_else(|| "unknown panic".into());
+                        let message = panic_message(payload.as_ref());
                         Err(Error::internal(format!(
                             "panic on thread {thread_name}: {message}"
                         )))

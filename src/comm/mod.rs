@@ -1,6 +1,7 @@
 //! Communicators: how nodes exchange pilots, payloads and collectives.
 //!
-//! The executor talks to other nodes only through the [`Communicator`] trait (digest 6.5):
+//! The executor talks to other nodes only through the [`Communicator`] trait (C++ Celerity:
+//! `communicator.h`):
 //!
 //! * **Pilots** announce a payload before it is sent: which transfer (`TransferId`), which box of
 //!   the buffer, and the `MessageId` that pairs pilot and payload. Pilots are fire-and-forget and
@@ -127,6 +128,12 @@ pub trait Communicator: Send {
     /// A new, independent communicator over the same nodes. Collective: every node calls it
     /// in the same order.
     fn collective_clone(&mut self) -> Result<Box<dyn Communicator>>;
+
+    /// This process's rank among the processes on the same host, and their number: which of the
+    /// host's GPUs this node takes. A communicator without a notion of hosts answers `(0, 1)`.
+    fn host_local_rank(&self) -> Result<(usize, usize)> {
+        Ok((0, 1))
+    }
 
     /// The communicator in words for the startup line (which transport, which library).
     fn describe(&self) -> String {

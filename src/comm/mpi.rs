@@ -1,4 +1,4 @@
-//! The MPI communicator (rsmpi; digest 6.5).
+//! The MPI communicator (rsmpi; C++ Celerity: `mpi_communicator.cc`).
 //!
 //! * The runtime initialises MPI with `MPI_THREAD_MULTIPLE` unless the program already did
 //!   (collective host tasks call MPI on lane threads), and finalises it only if it initialised it.
@@ -208,8 +208,8 @@ unsafe impl Send for MpiCommunicator {}
 impl MpiCommunicator {
     fn duplicate(parent: ffi::MPI_Comm) -> Result<Self> {
         let mut comm = MaybeUninit::<ffi::MPI_Comm>::uninit();
-        // SAFETY: `parent` is a valid communicator; MPI writes the duplicate into `comm`.
         check(
+            // SAFETY: `parent` is a valid communicator; MPI writes the duplicate into `comm`.
             unsafe { ffi::MPI_Comm_dup(parent, comm.as_mut_ptr()) },
             "MPI_Comm_dup",
         )?;
@@ -238,9 +238,9 @@ impl MpiCommunicator {
     }
 
     fn post_pilot_receive(&mut self) -> Result<()> {
-        // SAFETY: the buffer is boxed and lives in `self` until the request completes or is
-        // cancelled in Drop; the count and type describe exactly its bytes.
         check(
+            // SAFETY: the buffer is boxed and lives in `self` until the request completes or is
+            // cancelled in Drop; the count and type describe exactly its bytes.
             unsafe {
                 ffi::MPI_Irecv(
                     self.pilot_buffer.as_mut_ptr().cast(),
@@ -262,8 +262,8 @@ impl MpiCommunicator {
         status: &mut MaybeUninit<ffi::MPI_Status>,
     ) -> Result<bool> {
         let mut flag = 0;
-        // SAFETY: `request` is an active request of this process; `status` has room for a status.
         check(
+            // SAFETY: `request` is an active request of this process; `status` has room for a status.
             unsafe { ffi::MPI_Test(request, &mut flag, status.as_mut_ptr()) },
             "MPI_Test",
         )?;
@@ -396,6 +396,34 @@ impl Communicator for MpiCommunicator {
         self.size
     }
 
+    fn host_local_rank(&self) -> Result<(usize, usize)> {
+        let mut local = MaybeUninit::<ffi::MPI_Comm>::uninit();
+        // Collective over `self.comm`: every rank selects its devices at start-up.
+        check(
+            // SAFETY: `self.comm` is a valid communicator; MPI writes the new one into `local`.
+            unsafe {
+                ffi::MPI_Comm_split_type(
+                    self.comm,
+                    ffi::RSMPI_COMM_TYPE_SHARED,
+                    self.rank as c_int,
+                    ffi::RSMPI_INFO_NULL,
+                    local.as_mut_ptr(),
+                )
+            },
+            "MPI_Comm_split_type",
+        )?;
+        // SAFETY: MPI_Comm_split_type succeeded, so `local` is initialised.
+        let mut local = unsafe { local.assume_init() };
+        let (mut rank, mut size) = (0, 0);
+        // SAFETY: `local` is valid; the out-pointers are valid ints; `local` is freed once.
+        let outcome = unsafe {
+            check(ffi::MPI_Comm_rank(local, &mut rank), "MPI_Comm_rank")
+                .and_then(|()| check(ffi::MPI_Comm_size(local, &mut size), "MPI_Comm_size"))
+                .and_then(|()| check(ffi::MPI_Comm_free(&mut local), "MPI_Comm_free"))
+        };
+        outcome.map(|()| (rank as usize, size as usize))
+    }
+
     fn describe(&self) -> String {
         let library = library_version().unwrap_or_else(|_| "unknown MPI library".to_owned());
         // The identification string goes on with package, repository revision and date; its
@@ -413,8 +441,8 @@ impl Communicator for MpiCommunicator {
         let buffer = Box::new(encode_pilot(&pilot.message));
         // SAFETY: reading an extern constant of the MPI library.
         let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
-        // SAFETY: the buffer is boxed and kept in `pilot_sends` until the send tests complete.
         check(
+            // SAFETY: the buffer is boxed and kept in `pilot_sends` until the send tests complete.
             unsafe {
                 ffi::MPI_Isend(
                     buffer.as_ptr().cast(),
@@ -520,9 +548,9 @@ impl Communicator for MpiCommunicator {
             .map_err(|_| comm_error(format!("gather: {} bytes exceed INT_MAX", bytes.len())))?;
         let is_root = self.rank == root_rank as usize;
         let mut lengths: Vec<c_int> = vec![0; if is_root { self.size } else { 0 }];
-        // SAFETY: the send buffer is one int; on the root the receive buffer holds one int per
-        // rank (on other ranks MPI ignores it); `comm` is valid while `self` lives.
         check(
+            // SAFETY: the send buffer is one int; on the root the receive buffer holds one int per
+            // rank (on other ranks MPI ignores it); `comm` is valid while `self` lives.
             unsafe {
                 ffi::MPI_Gather(
                     (&length as *const c_int).cast(),
@@ -555,10 +583,10 @@ impl Communicator for MpiCommunicator {
             bytes.as_ptr()
         };
         let mut gathered = vec![0u8; total.max(1)];
-        // SAFETY: `bytes` holds `length` bytes; on the root `gathered` holds the sum of all
-        // lengths, and `lengths`/`displacements` have one entry per rank describing disjoint
-        // parts of it (other ranks pass empty arrays, which MPI ignores there).
         check(
+            // SAFETY: `bytes` holds `length` bytes; on the root `gathered` holds the sum of all
+            // lengths, and `lengths`/`displacements` have one entry per rank describing disjoint
+            // parts of it (other ranks pass empty arrays, which MPI ignores there).
             unsafe {
                 ffi::MPI_Gatherv(
                     send_ptr.cast(),

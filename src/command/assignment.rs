@@ -1,6 +1,7 @@
 //! Splitting a task into chunks, assigning them to nodes, and the buffer requirements of every
-//! chunk (digest 4.2). Every node computes the same split and assignment, and the requirements of
-//! the chunks of all other nodes too: that is how it knows what to push without asking.
+//! chunk (C++ Celerity: `command_graph_generator.cc`). Every node computes the same split and
+//! assignment, and the requirements of the chunks of all other nodes too: that is how it knows what
+//! to push without asking.
 
 use smallvec::SmallVec;
 
@@ -214,6 +215,26 @@ pub fn compute_requirements(
     chunks: &[AssignedChunk],
     local: NodeId,
 ) -> ChunkRequirements {
+    compute_requirements_with(task, chunks, local, |c, out| {
+        let reqs = chunk_requirements(task, c.node, &c.chunk, true);
+        let reads = out.remote_reads_of(c.node);
+        for r in reqs {
+            if !r.consumed.is_empty() {
+                add_read(reads, r.bid, r.consumed);
+            }
+        }
+    })
+}
+
+/// [`compute_requirements`] with the remote reads left to `remote_reads`, which records what a
+/// remote chunk reads (through [`ChunkRequirements::remote_reads_of`]); the command graph
+/// generator keeps only the reads that can lead to a push.
+pub(super) fn compute_requirements_with(
+    task: &Task,
+    chunks: &[AssignedChunk],
+    local: NodeId,
+    mut remote_reads: impl FnMut(&AssignedChunk, &mut ChunkRequirements),
+) -> ChunkRequirements {
     let mut out = ChunkRequirements {
         num_chunks: chunks.len(),
         local: SmallVec::new(),
@@ -223,14 +244,8 @@ pub fn compute_requirements(
         if c.node == local {
             out.local
                 .push((c.chunk, chunk_requirements(task, c.node, &c.chunk, false)));
-            continue;
-        }
-        let reqs = chunk_requirements(task, c.node, &c.chunk, true);
-        let reads = out.remote_reads_of(c.node);
-        for r in reqs {
-            if !r.consumed.is_empty() {
-                add_read(reads, r.bid, r.consumed);
-            }
+        } else {
+            remote_reads(c, &mut out);
         }
     }
     out.remote_reads.sort_by_key(|(n, _)| *n);

@@ -1,6 +1,6 @@
-//! Per-buffer distributed state of one node (digest 4.3): who last wrote each element locally,
-//! whether that version is still the newest one anywhere, whether we produced it or only
-//! received it, and which nodes already hold a copy of what we produced.
+//! Per-buffer distributed state of one node (C++ Celerity: `command_graph_generator.h`): who last
+//! wrote each element locally, whether that version is still the newest one anywhere, whether we
+//! produced it or only received it, and which nodes already hold a copy of what we produced.
 
 use std::fmt;
 

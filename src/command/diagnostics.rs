@@ -8,7 +8,7 @@ use super::generator::CommandGraphGenerator;
 use super::reduction::touched_buffers;
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{BoxVec, GridBox, Region, RegionBuilder};
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::task::{Task, fmt_box_dims, fmt_region};
 use crate::types::BufferId;
 

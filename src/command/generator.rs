@@ -12,7 +12,7 @@ use super::node_bitset::NodeBitset;
 use super::recorder::CommandRecorder;
 use crate::error::{Error, Result};
 use crate::grid::{GridBox, Range, Region, RegionBuilder};
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::task::{BufferLabel, DependencyKind, DependencyOrigin, RangeMapper, Task, TaskType};
 use crate::types::{
     BufferId, CollectiveGroupId, CommandId, HostObjectId, IdMap, NodeId, ReductionId, TaskId,
@@ -516,19 +516,7 @@ impl CommandGraphGenerator {
             }
             candidates.push((i, acc.bid, pushable));
         }
-        let mut out = ChunkRequirements {
-            num_chunks: chunks.len(),
-            local: SmallVec::new(),
-            remote_reads: Vec::new(),
-        };
-        for c in chunks {
-            if c.node == self.local_nid {
-                out.local.push((
-                    c.chunk,
-                    assignment::chunk_requirements(task, c.node, &c.chunk, false),
-                ));
-                continue;
-            }
+        assignment::compute_requirements_with(task, chunks, self.local_nid, |c, out| {
             for &(i, bid, pushable) in &candidates {
                 if !map.bounds_for_nth_access(i, &c.chunk).intersects(&pushable) {
                     continue;
@@ -536,9 +524,7 @@ impl CommandGraphGenerator {
                 let region = map.requirements_for_nth_access(i, &c.chunk);
                 assignment::add_read(out.remote_reads_of(c.node), bid, region);
             }
-        }
-        out.remote_reads.sort_by_key(|(n, _)| *n);
-        out
+        })
     }
 
     /// Execution or fence commands for the local chunks; returns the local writes per buffer.

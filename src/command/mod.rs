@@ -1,4 +1,5 @@
-//! Command graph generation (CDAG): the second stage of the pipeline (digest section 4).
+//! Command graph generation (CDAG): the second stage of the pipeline (C++ Celerity:
+//! `command_graph_generator.cc`).
 //!
 //! Every node builds its own command graph from the (identical) task graph, deterministically and
 //! without talking to the other nodes; because all nodes run the same algorithm on the same
@@ -34,7 +35,7 @@
 
 pub mod assignment;
 mod buffer_state;
-#[allow(clippy::module_inception)]
+#[expect(clippy::module_inception)]
 mod command;
 mod diagnostics;
 mod generator;

@@ -1,4 +1,5 @@
-//! Resolving pending reductions across nodes (digest 4.6).
+//! Resolving pending reductions across nodes (C++ Celerity: `command_graph_generator.cc`,
+//! `resolve_pending_reductions`).
 //!
 //! A reduction split over several nodes leaves a partial result on every participating node.
 //! When a later task reads the buffer (or reduces into it again), each node that holds a partial
@@ -14,7 +15,7 @@ use super::command::CommandKind;
 use super::generator::CommandGraphGenerator;
 use super::node_bitset::NodeBitset;
 use crate::grid::Region;
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::task::{DependencyKind, DependencyOrigin, Task};
 use crate::types::{BufferId, TransferId};
 

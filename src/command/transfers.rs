@@ -1,6 +1,7 @@
-//! Pushes, await-pushes and the freshness update of a distributed task (digest 4.4, steps 3, 4
-//! and 7). Only the original producer of data pushes it, each region at most once per target,
-//! and every node awaits exactly what the others push to it.
+//! Pushes, await-pushes and the freshness update of a distributed task (C++ Celerity:
+//! `command_graph_generator.cc`, `generate_distributed_commands`). Only the original producer of
+//! data pushes it, each region at most once per target, and every node awaits exactly what the
+//! others push to it.
 
 use smallvec::SmallVec;
 
@@ -9,7 +10,7 @@ use super::buffer_state::WriteState;
 use super::command::CommandKind;
 use super::generator::CommandGraphGenerator;
 use crate::grid::{GridBox, Region, RegionBuilder};
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::task::{DependencyKind, DependencyOrigin, Task};
 use crate::types::{BufferId, CommandId, NodeId, ReductionId, TransferId};
 

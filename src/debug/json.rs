@@ -130,7 +130,7 @@ fn epoch_action(action: EpochAction) -> &'static str {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments)]
 fn node_object(
     id: u64,
     label: &str,

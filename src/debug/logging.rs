@@ -13,7 +13,7 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::runtime::config::LogLevel;
+use crate::policy::LogLevel;
 use crate::types::NodeId;
 
 const UNKNOWN: u64 = u64::MAX;

@@ -10,7 +10,7 @@ use super::{graphviz, json};
 use crate::command::CommandRecorder;
 use crate::error::{Error, ErrorKind, Result};
 use crate::instruction::InstructionRecorder;
-use crate::runtime::config::GraphFormat;
+use crate::policy::GraphFormat;
 use crate::task::TaskRecorder;
 use crate::types::{BufferId, NodeId};
 

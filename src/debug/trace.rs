@@ -19,9 +19,8 @@ use std::fmt::Write;
 use std::time::Instant;
 
 use super::json_string;
-use crate::executor::engine::{Assignment, Target};
 use crate::instruction::{Instruction, InstructionKind};
-use crate::types::{InstructionId, NodeId};
+use crate::types::{DeviceId, InstructionId, NodeId};
 
 /// Track of the executor thread.
 pub const EXECUTOR_TRACK: u64 = 1;
@@ -31,6 +30,31 @@ pub const SCHEDULER_TRACK: u64 = 2;
 pub const ALLOC_TRACK: u64 = 3;
 /// Track of sends and receives.
 pub const COMMUNICATION_TRACK: u64 = 4;
+
+/// The kind of queue an instruction was dispatched to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DispatchQueue {
+    /// Run on the executor thread (communication instructions complete asynchronously).
+    Immediate,
+    /// The backend's allocation queue.
+    Alloc,
+    /// A host lane.
+    Host,
+    /// A lane of a device.
+    Device,
+}
+
+/// Where the executor dispatched an instruction: the plain descriptor the trace draws (the
+/// executor derives it from its engine's assignment).
+#[derive(Debug, Clone, Copy)]
+pub struct Dispatch {
+    /// The queue.
+    pub queue: DispatchQueue,
+    /// The device of a device queue.
+    pub device: Option<DeviceId>,
+    /// The lane of an in-order queue.
+    pub lane: Option<usize>,
+}
 
 /// One slice of a track.
 #[derive(Debug, Clone)]
@@ -65,11 +89,11 @@ pub struct TraceLog {
     track_end: HashMap<u64, f64>,
 }
 
-/// The track of an assignment, its name, and whether the slice is asynchronous.
-pub fn track_of(assignment: &Assignment, kind: &InstructionKind) -> (u64, String, bool) {
+/// The track of a dispatch, its name, and whether the slice is asynchronous.
+pub fn track_of(assignment: &Dispatch, kind: &InstructionKind) -> (u64, String, bool) {
     use InstructionKind as K;
-    match assignment.target {
-        Target::Immediate => match kind {
+    match assignment.queue {
+        DispatchQueue::Immediate => match kind {
             K::Send { .. }
             | K::Receive { .. }
             | K::SplitReceive { .. }
@@ -77,12 +101,12 @@ pub fn track_of(assignment: &Assignment, kind: &InstructionKind) -> (u64, String
             | K::GatherReceive { .. } => (COMMUNICATION_TRACK, "communication".into(), true),
             _ => (EXECUTOR_TRACK, "executor".into(), false),
         },
-        Target::AllocQueue => (ALLOC_TRACK, "allocation queue".into(), false),
-        Target::HostQueue => {
+        DispatchQueue::Alloc => (ALLOC_TRACK, "allocation queue".into(), false),
+        DispatchQueue::Host => {
             let lane = assignment.lane.unwrap_or(0) as u64;
             (100 + lane, format!("host lane {lane}"), false)
         }
-        Target::DeviceQueue => {
+        DispatchQueue::Device => {
             let lane = assignment.lane.unwrap_or(0) as u64;
             let device = assignment.device.map_or(0, |d| d.0);
             (
@@ -144,6 +168,39 @@ pub fn describe(instruction: &Instruction) -> (String, &'static str, Vec<(&'stat
             task_args(&mut args, task);
             (format!("host task {}", task.label()), "host_task")
         }
+        K::Send { .. }
+        | K::Receive { .. }
+        | K::SplitReceive { .. }
+        | K::AwaitReceive { .. }
+        | K::GatherReceive { .. } => describe_communication(instruction.kind(), &mut args),
+        K::FillIdentity { reduction, .. } => (format!("fill identity {reduction}"), "reduction"),
+        K::Reduce { reduction, .. } => (format!("reduce {reduction}"), "reduction"),
+        K::Fence { task } => {
+            task_args(&mut args, task);
+            (format!("fence {}", task.id()), "fence")
+        }
+        K::DestroyHostObject { host_object } => (format!("destroy {host_object}"), "host_object"),
+        K::CloneCollectiveGroup { new, .. } => (format!("clone {new}"), "collective"),
+        K::Horizon { task, .. } => {
+            args.push(("task", s(task.to_string())));
+            (format!("horizon {task}"), "horizon")
+        }
+        K::Epoch { task, action, .. } => {
+            task_args(&mut args, task);
+            args.push(("action", s(format!("{action:?}").to_lowercase())));
+            (format!("epoch {}", task.id()), "epoch")
+        }
+    };
+    (name, cat, args)
+}
+
+/// Name and category of a send or receive slice; adds its arguments.
+fn describe_communication(
+    kind: &InstructionKind,
+    args: &mut Vec<(&'static str, String)>,
+) -> (String, &'static str) {
+    use InstructionKind as K;
+    match kind {
         K::Send {
             to,
             message,
@@ -188,25 +245,8 @@ pub fn describe(instruction: &Instruction) -> (String, &'static str, Vec<(&'stat
             args.push(("bytes_per_node", node_chunk_bytes.to_string()));
             (format!("gather receive {transfer}"), "receive")
         }
-        K::FillIdentity { reduction, .. } => (format!("fill identity {reduction}"), "reduction"),
-        K::Reduce { reduction, .. } => (format!("reduce {reduction}"), "reduction"),
-        K::Fence { task } => {
-            task_args(&mut args, task);
-            (format!("fence {}", task.id()), "fence")
-        }
-        K::DestroyHostObject { host_object } => (format!("destroy {host_object}"), "host_object"),
-        K::CloneCollectiveGroup { new, .. } => (format!("clone {new}"), "collective"),
-        K::Horizon { task, .. } => {
-            args.push(("task", s(task.to_string())));
-            (format!("horizon {task}"), "horizon")
-        }
-        K::Epoch { task, action, .. } => {
-            task_args(&mut args, task);
-            args.push(("action", s(format!("{action:?}").to_lowercase())));
-            (format!("epoch {}", task.id()), "epoch")
-        }
-    };
-    (name, cat, args)
+        other => (other.name().to_owned(), "communication"),
+    }
 }
 
 impl TraceLog {
@@ -240,7 +280,7 @@ impl TraceLog {
     }
 
     /// `instruction` was handed to its target now.
-    pub fn instruction_dispatched(&mut self, instruction: &Instruction, assignment: &Assignment) {
+    pub fn instruction_dispatched(&mut self, instruction: &Instruction, assignment: &Dispatch) {
         let (tid, track_name, asynchronous) = track_of(assignment, instruction.kind());
         self.name_track(tid, &track_name);
         let (name, cat, mut args) = describe(instruction);

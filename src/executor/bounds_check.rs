@@ -7,7 +7,7 @@ use crate::backend::bounds::BoundsRecords;
 use crate::backend::interface::{Backend, KernelInvocation};
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::GridBox;
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::task::{BufferLabel, Task, fmt_box_dims};
 use crate::types::{BufferId, DeviceId};
 

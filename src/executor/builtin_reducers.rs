@@ -2,7 +2,7 @@
 
 use std::marker::PhantomData;
 
-use super::payload::Reducer;
+use crate::user_objects::Reducer;
 
 /// The operator of a built-in reduction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

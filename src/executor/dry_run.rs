@@ -1,18 +1,18 @@
-//! The dry-run executor (`dry_run_nodes=N`, digest 6.7): the runtime builds every graph for node 0
-//! of N nodes but executes nothing. Epochs and horizons are reported (so pruning and `wait` work),
-//! fences are fulfilled without data (with a warning) and owned host objects are destroyed at
-//! their last use; everything else is dropped.
+//! The dry-run executor (`dry_run_nodes=N`; C++ Celerity: `dry_run_executor.cc`): the runtime
+//! builds every graph for node 0 of N nodes but executes nothing. Epochs and horizons are reported
+//! (so pruning and `wait` work), fences are fulfilled without data (with a warning) and owned host
+//! objects are destroyed at their last use; everything else is dropped.
 
 use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
 
-use super::live::{ExecutorDelegate, ExecutorMessage};
-use super::payload::{HostObjectInstance, promise_of};
+use super::interface::{ExecutorDelegate, ExecutorMessage};
 use crate::error::Result;
 use crate::instruction::InstructionKind;
 use crate::task::EpochAction;
 use crate::types::{HostObjectId, IdMap};
+use crate::user_objects::HostObjectInstance;
 
 /// Runs the dry-run loop until the shutdown epoch arrives.
 pub(super) fn run(
@@ -29,11 +29,16 @@ pub(super) fn run(
             continue;
         };
         for instruction in instructions {
+            #[cfg(test)]
+            crate::thread_guard::inject_panic(
+                "executor",
+                instruction.kind().task().and_then(|t| t.name()),
+            );
             match instruction.kind() {
                 InstructionKind::Horizon { task, .. } => delegate.horizon_reached(*task),
                 InstructionKind::Epoch { task, action, .. } => {
                     delegate.epoch_reached(task.id());
-                    if let Some(promise) = promise_of(task) {
+                    if let Some(promise) = task.promise() {
                         promise.fulfill(Ok(()));
                     }
                     if *action == EpochAction::Shutdown {
@@ -48,7 +53,7 @@ pub(super) fn run(
                         );
                         warned_about_fences = true;
                     }
-                    if let Some(promise) = promise_of(task) {
+                    if let Some(promise) = task.promise() {
                         promise.fulfill(Ok(()));
                     }
                 }

@@ -1,4 +1,5 @@
-//! The out-of-order engine: decides when and where each instruction runs (digest 6.2).
+//! The out-of-order engine: decides when and where each instruction runs (C++ Celerity:
+//! `out_of_order_engine.cc`).
 //!
 //! Instructions arrive in topological order with their dependencies; a dependency the engine does
 //! not know has already completed. Each instruction has a *target*:

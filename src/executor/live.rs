@@ -1,5 +1,5 @@
 //! The live executor: runs a node's instruction graph on a backend and a communicator
-//! (digest 6.3).
+//! (C++ Celerity: `live_executor.cc`).
 //!
 //! Protocol: the scheduler thread hands over topologically sorted instruction batches with their
 //! pilots ([`ExecutorMessage::Submit`]); the runtime registers user memory, host-object
@@ -21,163 +21,34 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
+use crossbeam_channel::{Receiver, TryRecvError};
 use smallvec::SmallVec;
 
+mod reports;
+mod start;
+
 use super::bounds_check::ArmedCheck;
-use super::engine::{Assignment, OutOfOrderEngine, Target};
-use super::payload::{HostObjectInstance, Reducer, UserMemory, launcher_of, promise_of};
+use super::engine::{Assignment, EngineInstruction, OutOfOrderEngine};
+use super::interface::{ExecutorConfig, ExecutorDelegate, ExecutorMessage};
 use super::receive_arbiter::ReceiveArbiter;
 use crate::backend::SendPtr;
 use crate::backend::event::{AsyncEvent, Completion};
-use crate::backend::interface::{AccessorInfo, Backend, CopyLane, KernelInvocation};
-use crate::backend::nd_memory::StridedBox;
-use crate::comm::{Communicator, OutboundPilot, Stride};
+use crate::backend::interface::{AccessorInfo, Backend, KernelInvocation, Launcher};
+use crate::comm::Communicator;
 use crate::debug::trace::TraceLog;
 use crate::error::{Error, Result};
-use crate::grid::{GridBox, Subrange};
+use crate::grid::GridBox;
 use crate::instruction::{
-    BufferAccessAllocation, CopyLayout, Instruction, InstructionGarbage, InstructionKind,
+    BufferAccessAllocation, Instruction, InstructionGarbage, InstructionKind,
 };
-use crate::runtime::config::ErrorPolicy;
-use crate::task::{EpochAction, Task};
+use crate::task::Task;
 use crate::types::{
-    AllocationId, BufferId, CollectiveGroupId, HostObjectId, IdMap, InstructionId, MemoryId,
-    ReductionId, TaskId,
+    AllocationId, CollectiveGroupId, HostObjectId, IdMap, InstructionId, MemoryId, ReductionId,
+    TaskId,
 };
-
-mod reports;
-
-/// What the executor reports back, on its own thread.
-pub trait ExecutorDelegate: Send + Sync {
-    /// Horizon `task` has executed.
-    fn horizon_reached(&self, task: TaskId);
-    /// Epoch `task` has executed (called before its promise is fulfilled).
-    fn epoch_reached(&self, task: TaskId);
-    /// An instruction failed; the message names its task.
-    fn async_error(&self, error: Error);
-    /// The debug name of buffer `bid`, for messages.
-    fn buffer_name(&self, _bid: BufferId) -> Option<String> {
-        None
-    }
-    /// No instruction completed for `stall_timeout`; `report` lists what is pending (it is also
-    /// logged as a warning). Called once per stall.
-    fn stall_detected(&self, _report: &str) {}
-    /// The executor stopped; `trace` holds its slices (only with `ExecutorConfig::trace_epoch`).
-    fn trace_finished(&self, _trace: TraceLog) {}
-}
-
-/// Messages to the executor thread, processed in order.
-pub enum ExecutorMessage {
-    /// Instructions (topologically sorted) and the pilots announcing their sends.
-    Submit(Vec<Arc<Instruction>>, Vec<OutboundPilot>),
-    /// Memory of a user allocation (memory 0) that instructions will refer to.
-    TrackUserAllocation(AllocationId, UserMemory),
-    /// A host object's instance.
-    TrackHostObject(HostObjectId, HostObjectInstance),
-    /// A reduction's operator.
-    TrackReducer(ReductionId, Arc<dyn Reducer>),
-    /// Stop once in-flight work is done: the scheduler failed and no shutdown epoch will come.
-    Abort,
-}
-
-/// Settings of an executor.
-#[derive(Debug, Clone, Copy)]
-pub struct ExecutorConfig {
-    /// Warn once per stall when no instruction completes for this long.
-    pub stall_timeout: Duration,
-    /// Record a trace of executed instructions, timed from this instant (`trace_file`).
-    pub trace_epoch: Option<Instant>,
-    /// `accessor_boundary_check`: `Ignore` hands kernels no bounds records.
-    pub accessor_boundary_check: ErrorPolicy,
-}
-
-impl Default for ExecutorConfig {
-    fn default() -> Self {
-        Self {
-            stall_timeout: Duration::from_secs(20),
-            trace_epoch: None,
-            accessor_boundary_check: ErrorPolicy::Ignore,
-        }
-    }
-}
-
-/// The application side of a running executor.
-pub struct ExecutorHandle {
-    sender: Sender<ExecutorMessage>,
-    thread: Option<JoinHandle<Result<()>>>,
-}
-
-impl ExecutorHandle {
-    /// Starts the executor thread.
-    pub fn start(
-        backend: Box<dyn Backend>,
-        communicator: Box<dyn Communicator>,
-        delegate: Arc<dyn ExecutorDelegate>,
-        config: ExecutorConfig,
-    ) -> Result<Self> {
-        let (sender, receiver) = unbounded();
-        let thread = std::thread::Builder::new()
-            .name("celerity-executor".into())
-            .spawn(move || {
-                let mut executor = Executor::new(backend, communicator, delegate, receiver, config);
-                executor.run()
-            })
-            .map_err(|e| Error::internal(format!("cannot start the executor thread: {e}")))?;
-        Ok(Self {
-            sender,
-            thread: Some(thread),
-        })
-    }
-
-    /// Starts the dry-run executor thread (`dry_run_nodes`): nothing is executed.
-    pub fn start_dry_run(delegate: Arc<dyn ExecutorDelegate>) -> Result<Self> {
-        let (sender, receiver) = unbounded();
-        let thread = std::thread::Builder::new()
-            .name("celerity-executor".into())
-            .spawn(move || super::dry_run::run(receiver, delegate))
-            .map_err(|e| Error::internal(format!("cannot start the executor thread: {e}")))?;
-        Ok(Self {
-            sender,
-            thread: Some(thread),
-        })
-    }
-
-    /// A sender for messages (the scheduler's sink sends batches through it).
-    pub fn sender(&self) -> Sender<ExecutorMessage> {
-        self.sender.clone()
-    }
-
-    /// The executor thread, to unpark after sending.
-    pub fn thread_handle(&self) -> std::thread::Thread {
-        self.thread
-            .as_ref()
-            .map_or_else(std::thread::current, |t| t.thread().clone())
-    }
-
-    /// Sends `message` and wakes the executor.
-    pub fn send(&self, message: ExecutorMessage) {
-        // The executor only stops after the shutdown epoch, after which nothing is sent.
-        let _ = self.sender.send(message);
-        if let Some(thread) = &self.thread {
-            thread.thread().unpark();
-        }
-    }
-
-    /// Waits for the executor thread to finish (after the shutdown epoch) and returns what it
-    /// found at shutdown (e.g. leaked allocations).
-    pub fn join(&mut self) -> Result<()> {
-        match self.thread.take() {
-            Some(thread) => thread
-                .join()
-                .unwrap_or_else(|_| Err(Error::internal("the executor thread panicked"))),
-            None => Ok(()),
-        }
-    }
-}
+use crate::user_objects::{HostObjectInstance, Reducer, UserMemory};
 
 /// An instruction waiting for asynchronous work.
 struct InFlight {
@@ -187,7 +58,7 @@ struct InFlight {
     allocation: Option<AllocationId>,
 }
 
-struct Executor {
+pub(super) struct Executor {
     backend: Box<dyn Backend>,
     comm: Box<dyn Communicator>,
     delegate: Arc<dyn ExecutorDelegate>,
@@ -217,12 +88,19 @@ struct Executor {
     failed_allocations: HashSet<AllocationId>,
 }
 
+/// The launcher a kernel or host task carries.
+fn launcher_of(task: &Task) -> Result<Launcher> {
+    task.launcher()
+        .cloned()
+        .ok_or_else(|| Error::internal(format!("task {} carries no kernel launcher", task.id())))
+}
+
 fn task_context(task: &Task) -> String {
     format!("task {}", task.label())
 }
 
 impl Executor {
-    fn new(
+    pub(super) fn new(
         backend: Box<dyn Backend>,
         comm: Box<dyn Communicator>,
         delegate: Arc<dyn ExecutorDelegate>,
@@ -260,7 +138,7 @@ impl Executor {
         }
     }
 
-    fn run(&mut self) -> Result<()> {
+    pub(super) fn run(&mut self) -> Result<()> {
         loop {
             let mut progressed = false;
             if let Err(error) = self.arbiter.poll_communicator(self.comm.as_mut()) {
@@ -305,6 +183,18 @@ impl Executor {
             self.delegate.trace_finished(*trace);
         }
         self.finish()
+    }
+
+    /// After a panic: fails the promise of every fence and epoch the executor holds.
+    pub(super) fn fail_pending(&self, error: &Error) {
+        for instruction in self.instructions.values() {
+            if let InstructionKind::Fence { task } | InstructionKind::Epoch { task, .. } =
+                instruction.kind()
+                && let Some(promise) = task.promise()
+            {
+                promise.fulfill(Err(error.clone()));
+            }
+        }
     }
 
     /// At shutdown everything the executor allocated must have been freed.
@@ -353,7 +243,8 @@ impl Executor {
                 }
                 let system = self.backend.system_info();
                 for instruction in instructions {
-                    self.engine.submit(instruction.engine_instruction(system));
+                    self.engine
+                        .submit(EngineInstruction::of(&instruction, system));
                     self.instructions.insert(instruction.id(), instruction);
                 }
             }
@@ -430,8 +321,13 @@ impl Executor {
 
     fn dispatch(&mut self, assignment: Assignment) {
         let instruction = self.instructions[&assignment.id].clone();
+        #[cfg(test)]
+        crate::thread_guard::inject_panic(
+            "executor",
+            instruction.kind().task().and_then(|t| t.name()),
+        );
         if let Some(trace) = &mut self.trace {
-            trace.instruction_dispatched(&instruction, &assignment);
+            trace.instruction_dispatched(&instruction, &assignment.dispatch());
         }
         match self.start(&instruction, assignment) {
             Ok((events, allocation)) if !events.is_empty() => self.in_flight.push(InFlight {
@@ -445,280 +341,6 @@ impl Executor {
                 self.complete(assignment.id);
             }
         }
-    }
-
-    /// Starts an instruction; returns the events it completes with (none: already complete).
-    fn start(
-        &mut self,
-        instruction: &Instruction,
-        assignment: Assignment,
-    ) -> Result<(SmallVec<[AsyncEvent; 1]>, Option<AllocationId>)> {
-        use InstructionKind as K;
-        let mut events = SmallVec::new();
-        match instruction.kind() {
-            K::Alloc {
-                allocation,
-                size_bytes,
-                align_bytes,
-            } => {
-                events.push(self.backend.enqueue_alloc(
-                    allocation.memory(),
-                    *size_bytes,
-                    *align_bytes,
-                ));
-                return Ok((events, Some(*allocation)));
-            }
-            K::Free { allocation } => {
-                if self.failed_allocations.remove(allocation) {
-                    return Ok((events, None));
-                }
-                let address = self.allocations.remove(allocation).ok_or_else(|| {
-                    Error::internal(format!("free of {allocation}, which is not live"))
-                })?;
-                // SAFETY: the address came from this allocation's alloc instruction, and the
-                // instruction graph orders the free after every access to it.
-                events.push(unsafe {
-                    self.backend
-                        .enqueue_free(allocation.memory(), address as *mut u8)
-                });
-            }
-            K::Copy {
-                source,
-                dest,
-                source_layout,
-                dest_layout,
-                region,
-                elem_size,
-            } => {
-                let lane = match (assignment.target, assignment.device, assignment.lane) {
-                    (Target::DeviceQueue, Some(device), Some(lane)) => {
-                        CopyLane::Device(device, lane)
-                    }
-                    (_, _, lane) => CopyLane::Host(lane.unwrap_or(0)),
-                };
-                let (source_base, dest_base) = (self.pointer(*source)?, self.pointer(*dest)?);
-                let mut source_offset = 0;
-                let mut dest_offset = 0;
-                for b in region.boxes() {
-                    let (source_box, source_ptr) = locate(
-                        source_layout,
-                        b,
-                        source_base,
-                        &mut source_offset,
-                        *elem_size,
-                    )?;
-                    let (dest_box, dest_ptr) =
-                        locate(dest_layout, b, dest_base, &mut dest_offset, *elem_size)?;
-                    // SAFETY: both allocations are live (the graph orders the copy between their
-                    // alloc and free) and cover the located boxes; nothing else accesses the
-                    // copied elements until the copy's successors run.
-                    events.push(unsafe {
-                        self.backend.enqueue_copy(
-                            lane,
-                            source_ptr as *const u8,
-                            source_box,
-                            dest_ptr as *mut u8,
-                            dest_box,
-                            *elem_size,
-                        )
-                    });
-                }
-            }
-            K::DeviceKernel {
-                device,
-                task,
-                execution_box,
-                accesses,
-                reductions,
-                ..
-            } => {
-                let mut invocation = self.invocation(
-                    task,
-                    *execution_box,
-                    accesses,
-                    reductions,
-                    Some(*device),
-                    CollectiveGroupId::NONE,
-                )?;
-                self.arm_bounds_check(assignment.id, &mut invocation)?;
-                let launcher = launcher_of(task)?;
-                events.push(self.backend.enqueue_device_kernel(
-                    *device,
-                    assignment.lane.unwrap_or(0),
-                    launcher,
-                    invocation,
-                ));
-            }
-            K::HostTask {
-                task,
-                execution_box,
-                accesses,
-                collective_group,
-                ..
-            } => {
-                let mut invocation =
-                    self.invocation(task, *execution_box, accesses, &[], None, *collective_group)?;
-                self.arm_bounds_check(assignment.id, &mut invocation)?;
-                let launcher = launcher_of(task)?;
-                events.push(self.backend.enqueue_host_task(
-                    assignment.lane.unwrap_or(0),
-                    launcher,
-                    invocation,
-                ));
-            }
-            K::Send {
-                to,
-                message,
-                source,
-                allocation_range,
-                offset_in_allocation,
-                send_range,
-                elem_size,
-            } => {
-                let stride = Stride {
-                    allocation_range: *allocation_range,
-                    transfer: Subrange::new(*offset_in_allocation, *send_range),
-                    elem_size: *elem_size,
-                };
-                let base = self.pointer(*source)?;
-                // SAFETY: the host allocation is live and not written until the send completes
-                // (the graph orders later writers after the send).
-                events.push(unsafe {
-                    self.comm
-                        .send_payload(*to, *message, base as *const u8, stride)
-                }?);
-            }
-            K::Receive {
-                transfer,
-                region,
-                dest,
-                allocated_box,
-                elem_size,
-            } => {
-                let base = self.pointer(*dest)?;
-                // SAFETY: the allocation is live and reserved for this receive until it completes.
-                events.push(unsafe {
-                    self.arbiter.begin_receive(
-                        self.comm.as_mut(),
-                        *transfer,
-                        region.clone(),
-                        base as *mut u8,
-                        *allocated_box,
-                        *elem_size,
-                    )
-                }?);
-            }
-            K::SplitReceive {
-                transfer,
-                region,
-                dest,
-                allocated_box,
-                elem_size,
-            } => {
-                let base = self.pointer(*dest)?;
-                // SAFETY: as for Receive, until every await of the transfer completed.
-                unsafe {
-                    self.arbiter.begin_split_receive(
-                        self.comm.as_mut(),
-                        *transfer,
-                        region.clone(),
-                        base as *mut u8,
-                        *allocated_box,
-                        *elem_size,
-                    )
-                }?;
-            }
-            K::AwaitReceive { transfer, region } => {
-                events.push(
-                    self.arbiter
-                        .await_split_receive_subregion(*transfer, region.clone()),
-                );
-            }
-            K::GatherReceive {
-                transfer,
-                dest,
-                node_chunk_bytes,
-            } => {
-                let base = self.pointer(*dest)?;
-                // SAFETY: the gather allocation holds one chunk per node and is reserved for it.
-                events.push(unsafe {
-                    self.arbiter.gather_receive(
-                        self.comm.as_mut(),
-                        *transfer,
-                        base as *mut u8,
-                        *node_chunk_bytes,
-                    )
-                }?);
-            }
-            K::FillIdentity {
-                reduction,
-                allocation,
-                num_values,
-            } => {
-                let reducer = self.reducer(*reduction)?;
-                let base = self.pointer(*allocation)?;
-                // SAFETY: a host allocation of at least `num_values` elements, exclusively ours
-                // while this instruction runs.
-                unsafe { reducer.fill_identity(base as *mut u8, *num_values) };
-            }
-            K::Reduce {
-                reduction,
-                source,
-                num_source_values,
-                dest,
-            } => {
-                let reducer = self.reducer(*reduction)?;
-                let (source, dest) = (self.pointer(*source)?, self.pointer(*dest)?);
-                // SAFETY: host allocations holding `num_source_values` values and one value.
-                unsafe { reducer.reduce(dest as *mut u8, source as *const u8, *num_source_values) };
-            }
-            K::Fence { task } => {
-                if let Some(promise) = promise_of(task) {
-                    promise.fulfill(Ok(()));
-                }
-            }
-            K::DestroyHostObject { host_object } => {
-                self.host_objects.remove(host_object);
-            }
-            K::CloneCollectiveGroup { original, new } => {
-                let clone = if *original == CollectiveGroupId::ROOT {
-                    self.comm.collective_clone()?
-                } else {
-                    self.collective_comms
-                        .get_mut(original)
-                        .ok_or_else(|| {
-                            Error::internal(format!("collective group {original} was never cloned"))
-                        })?
-                        .collective_clone()?
-                };
-                self.collective_comms.insert(*new, clone);
-            }
-            K::Horizon { task, garbage } => {
-                self.delegate.horizon_reached(*task);
-                self.collect(garbage);
-            }
-            K::Epoch {
-                task,
-                action,
-                garbage,
-            } => {
-                let barrier = if *action == EpochAction::Barrier {
-                    self.comm.collective_barrier()
-                } else {
-                    Ok(())
-                };
-                self.delegate.epoch_reached(task.id());
-                self.collect(garbage);
-                if let Some(promise) = promise_of(task) {
-                    promise.fulfill(barrier.clone());
-                }
-                barrier?;
-                if *action == EpochAction::Shutdown {
-                    self.shutdown_reached = true;
-                }
-            }
-        }
-        Ok((events, None))
     }
 
     fn reducer(&self, reduction: ReductionId) -> Result<Arc<dyn Reducer>> {
@@ -754,6 +376,7 @@ impl Executor {
                     base: SendPtr(self.pointer(a.allocation)? as *mut u8),
                     allocated_box: a.allocated_box,
                     accessed_box: a.accessed_box,
+                    elem_size: a.elem_size,
                     bounds: SendPtr(std::ptr::null_mut()),
                 })
             })
@@ -831,45 +454,4 @@ impl Executor {
 fn linear_offset(outer: &GridBox, inner: &GridBox) -> usize {
     let (o, r, i) = (outer.min().0, outer.range().0, inner.min().0);
     ((i[0] - o[0]) * r[1] + (i[1] - o[1])) * r[2] + (i[2] - o[2])
-}
-
-/// Where box `b` of a copy lives under `layout`: its strided description and base address.
-/// Linearised layouts pack the region's boxes back to back; `cursor` tracks the bytes used.
-fn locate(
-    layout: &CopyLayout,
-    b: &GridBox,
-    base: usize,
-    cursor: &mut usize,
-    elem_size: usize,
-) -> Result<(StridedBox, usize)> {
-    match layout {
-        CopyLayout::Strided { allocation } => {
-            if !allocation.covers(b) {
-                return Err(Error::internal(format!(
-                    "copy box {b:?} is outside its allocation {allocation:?}"
-                )));
-            }
-            let offset = [0, 1, 2].map(|d| b.min().0[d] - allocation.min().0[d]);
-            Ok((
-                StridedBox {
-                    allocation_range: allocation.range().0,
-                    offset,
-                    range: b.range().0,
-                },
-                base,
-            ))
-        }
-        CopyLayout::Linearized { offset_bytes } => {
-            let address = base + offset_bytes + *cursor;
-            *cursor += b.area() * elem_size;
-            Ok((
-                StridedBox {
-                    allocation_range: b.range().0,
-                    offset: [0; 3],
-                    range: b.range().0,
-                },
-                address,
-            ))
-        }
-    }
 }

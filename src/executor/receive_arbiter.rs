@@ -1,5 +1,5 @@
 //! The receive arbiter: matches inbound pilots with posted receives, in any arrival order
-//! (digest 6.4).
+//! (C++ Celerity: `receive_arbiter.cc`).
 //!
 //! A node learns what it will receive from its command graph, but the exact boxes and message
 //! ids arrive in pilots, possibly before the receive instruction is issued and possibly after.

@@ -12,6 +12,7 @@ use std::ptr::NonNull;
 
 use super::status::{CELERITY_OK, celerity_status, status_of};
 use crate::error::{Error, Result};
+use crate::thread_guard::panic_message;
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -44,16 +45,6 @@ pub(crate) fn last_error_message_string() -> String {
     LAST_ERROR
         .try_with(|slot| slot.borrow().to_string_lossy().into_owned())
         .unwrap_or_default()
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic payload".to_owned()
-    }
 }
 
 /// Runs `body` as the exported function `function`, converting its outcome into a status and

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::boundary::{self, OutPtr};
-use super::buffer::{BufferHandle, celerity_buffer, lookup};
+use super::buffer::{celerity_buffer, lookup};
 use super::geometry::{celerity_chunk, celerity_subrange, check_dims, read_offset, read_range};
 use super::handle::{self, HandleKind, Registry};
 use super::host_object::{
@@ -23,14 +23,14 @@ use super::range_mapper::*;
 use super::reduction::{celerity_reduction_op, reducer_of};
 use super::runtime::with_runtime;
 use super::status::celerity_status;
+use crate::backend::cuda_error_names::kernel_failure_message;
 use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
 use crate::error::{Error, ErrorKind, Result};
-use crate::executor::payload::Reducer;
 use crate::grid::{Id, Range, Subrange};
-use crate::task::{
-    AccessMode, BufferLabel, Chunk, CommandGroup, HostTaskKind, RangeMapper, TaskSpec,
-};
-use crate::types::HostObjectId;
+use crate::runtime::Runtime;
+use crate::task::{AccessMode, Chunk, CommandGroup, HostTaskKind, RangeMapper, TaskSpec};
+use crate::types::ReductionId;
+use crate::user_objects::Reducer;
 
 /// How a kernel accesses a buffer.
 pub type celerity_access_mode = u32;
@@ -52,30 +52,16 @@ pub struct celerity_cg {
     _opaque: [u8; 0],
 }
 
-struct Access {
-    buffer: BufferHandle,
-    mode: AccessMode,
-    mapper: RangeMapper,
-}
-
-struct ReductionRequest {
-    buffer: BufferHandle,
-    reducer: Arc<dyn Reducer>,
-    initialize_to_identity: bool,
-}
-
+/// A command group being described: the task layer's record exactly as it will be submitted,
+/// and the operator of each of its reductions, registered with the executor only once the task
+/// manager has accepted the task.
 #[derive(Default)]
-struct CgState {
-    accesses: Vec<Access>,
-    side_effects: Vec<HostObjectId>,
-    reductions: Vec<ReductionRequest>,
-    name: Option<String>,
-    split_2d: bool,
-    oversubscribe: u32,
-    granularity: Option<Range>,
+struct PendingGroup {
+    group: CommandGroup,
+    reducers: Vec<(ReductionId, Arc<dyn Reducer>)>,
 }
 
-static GROUPS: Registry<Mutex<CgState>> = Registry::new(HandleKind::CommandGroup);
+static GROUPS: Registry<Mutex<PendingGroup>> = Registry::new(HandleKind::CommandGroup);
 
 /// Invalidates the handles of command groups that were never submitted nor destroyed (at
 /// shutdown); returns their names (`None`: unnamed).
@@ -83,22 +69,17 @@ pub(crate) fn take_unsubmitted() -> Vec<Option<String>> {
     GROUPS
         .take_all()
         .iter()
-        .map(|state| state.lock().name.clone())
+        .map(|state| state.lock().group.name.clone())
         .collect()
 }
 
-fn with_cg<T>(cg: *mut celerity_cg, f: impl FnOnce(&mut CgState) -> Result<T>) -> Result<T> {
+/// Runs `f` on the command group `cg` with the runtime (whose thread and state are checked).
+fn with_cg<T>(
+    cg: *mut celerity_cg,
+    f: impl FnOnce(&mut Runtime, &mut PendingGroup) -> Result<T>,
+) -> Result<T> {
     let state = GROUPS.get(handle::from_ptr(cg), "cg")?;
-    with_runtime(|_| Ok(()))?;
-    let mut state = state.lock();
-    f(&mut state)
-}
-
-fn label(buffer: &BufferHandle) -> BufferLabel<'static> {
-    BufferLabel {
-        id: buffer.bid,
-        name: None,
-    }
+    with_runtime(|rt| f(rt, &mut state.lock()))
 }
 
 /// A C pointer the runtime may use from its threads (user data of callbacks).
@@ -180,10 +161,9 @@ pub extern "C" fn celerity_cg_create(out: *mut *mut celerity_cg) -> celerity_sta
     boundary::call("celerity_cg_create", || {
         let out = OutPtr::new(out, "out")?;
         with_runtime(|_| Ok(()))?;
-        out.write(handle::to_ptr(GROUPS.insert(Mutex::new(CgState {
-            oversubscribe: 1,
-            ..CgState::default()
-        }))?));
+        out.write(handle::to_ptr(
+            GROUPS.insert(Mutex::new(PendingGroup::default()))?,
+        ));
         Ok(())
     })
 }
@@ -209,19 +189,14 @@ pub extern "C" fn celerity_cg_access(
         }
         // SAFETY: non-NULL, pointing to a celerity_range_mapper by the caller's contract.
         let mapper = range_mapper(unsafe { &*mapper })?;
-        mapper.validate_for_buffer(label(&buffer), buffer.dims, buffer.range)?;
-        with_cg(cg, |state| {
-            if state.reductions.iter().any(|r| r.buffer.bid == buffer.bid) {
-                return Err(Error::invalid_argument(format!(
-                    "argument `buf` ({}) is already the target of a reduction in this command group; a buffer cannot be accessed and reduced in one group",
-                    buffer.bid
-                )));
-            }
-            state.accesses.push(Access {
-                buffer,
-                mode,
-                mapper,
-            });
+        with_runtime(|rt| {
+            let label = rt.task_manager().buffer_label(buffer.bid);
+            mapper.validate_for_buffer(label, buffer.dims, buffer.range)
+        })?;
+        with_cg(cg, |rt, state| {
+            let reduced = state.group.reductions.iter().any(|r| r.bid == buffer.bid);
+            CommandGroup::check_access(rt.task_manager().buffer_label(buffer.bid), reduced)?;
+            state.group.accesses.push((buffer.bid, mode, mapper));
             Ok(())
         })
     })
@@ -239,8 +214,8 @@ pub extern "C" fn celerity_cg_side_effect(
 ) -> celerity_status {
     boundary::call("celerity_cg_side_effect", || {
         let id = lookup_host_object(obj, "obj")?;
-        with_cg(cg, |state| {
-            state.side_effects.push(id);
+        with_cg(cg, |_, state| {
+            state.group.side_effects.push(id);
             Ok(())
         })
     })
@@ -263,14 +238,15 @@ pub extern "C" fn celerity_cg_reduction(
 ) -> celerity_status {
     boundary::call("celerity_cg_reduction", || {
         let buffer = lookup(buf, "buf")?;
-        if buffer.range.size() != 1 {
-            return Err(Error::invalid_argument(format!(
-                "argument `buf` ({}) has range {:?} ({} elements); a reduction needs a 0-D or one-element buffer",
-                buffer.bid,
-                buffer.range,
-                buffer.range.size()
-            )));
-        }
+        with_cg(cg, |rt, state| {
+            let group = &state.group;
+            CommandGroup::check_reduction(
+                rt.task_manager().buffer_label(buffer.bid),
+                buffer.range.size(),
+                group.reductions.iter().any(|r| r.bid == buffer.bid),
+                group.accesses.iter().any(|(bid, ..)| *bid == buffer.bid),
+            )
+        })?;
         if op.is_null() {
             return Err(Error::invalid_argument("argument `op` is NULL"));
         }
@@ -284,24 +260,11 @@ pub extern "C" fn celerity_cg_reduction(
                 buffer.elem_size
             )));
         }
-        with_cg(cg, |state| {
-            if state.reductions.iter().any(|r| r.buffer.bid == buffer.bid) {
-                return Err(Error::invalid_argument(format!(
-                    "argument `buf` ({}) already has a reduction in this command group",
-                    buffer.bid
-                )));
-            }
-            if state.accesses.iter().any(|a| a.buffer.bid == buffer.bid) {
-                return Err(Error::invalid_argument(format!(
-                    "argument `buf` ({}) is also accessed by this command group; a buffer cannot be accessed and reduced in one group",
-                    buffer.bid
-                )));
-            }
-            state.reductions.push(ReductionRequest {
-                buffer,
-                reducer,
-                initialize_to_identity,
-            });
+        with_cg(cg, |rt, state| {
+            let rid = rt.reserve_reduction_id();
+            state.group =
+                std::mem::take(&mut state.group).reduction(rid, buffer.bid, initialize_to_identity);
+            state.reducers.push((rid, reducer));
             Ok(())
         })
     })
@@ -317,8 +280,8 @@ pub extern "C" fn celerity_cg_set_name(
 ) -> celerity_status {
     boundary::call("celerity_cg_set_name", || {
         let name = boundary::str_arg(name, "name")?.to_owned();
-        with_cg(cg, |state| {
-            state.name = Some(name);
+        with_cg(cg, |_, state| {
+            state.group.name = Some(name);
             Ok(())
         })
     })
@@ -330,8 +293,8 @@ pub extern "C" fn celerity_cg_set_name(
 #[unsafe(no_mangle)]
 pub extern "C" fn celerity_cg_hint_split_2d(cg: *mut celerity_cg) -> celerity_status {
     boundary::call("celerity_cg_hint_split_2d", || {
-        with_cg(cg, |state| {
-            state.split_2d = true;
+        with_cg(cg, |_, state| {
+            state.group.hints.split_2d = true;
             Ok(())
         })
     })
@@ -347,13 +310,9 @@ pub extern "C" fn celerity_cg_hint_oversubscribe(
     factor: u32,
 ) -> celerity_status {
     boundary::call("celerity_cg_hint_oversubscribe", || {
-        if factor == 0 {
-            return Err(Error::invalid_argument(
-                "argument `factor` is 0; the oversubscription factor must be at least 1",
-            ));
-        }
-        with_cg(cg, |state| {
-            state.oversubscribe = factor;
+        CommandGroup::check_oversubscribe(factor)?;
+        with_cg(cg, |_, state| {
+            state.group.hints.oversubscribe = factor;
             Ok(())
         })
     })
@@ -376,8 +335,8 @@ pub extern "C" fn celerity_cg_constrain_split(
                 granularity.0
             )));
         }
-        with_cg(cg, |state| {
-            state.granularity = Some(granularity);
+        with_cg(cg, |_, state| {
+            state.group.granularity = Some(granularity);
             Ok(())
         })
     })
@@ -419,7 +378,6 @@ impl Drop for UserData {
 fn c_launcher(
     kernel: unsafe extern "C" fn(*const celerity_kernel_context, *mut c_void) -> c_int,
     user_data: UserData,
-    elem_sizes: Vec<usize>,
     node: u32,
     num_nodes: u32,
 ) -> Launcher {
@@ -428,12 +386,11 @@ fn c_launcher(
             let accessors: Vec<celerity_accessor> = invocation
                 .accessors
                 .iter()
-                .zip(&elem_sizes)
-                .map(|(a, &elem_size)| celerity_accessor {
+                .map(|a| celerity_accessor {
                     base: a.base.0.cast(),
                     allocation: a.allocated_box.into(),
                     accessed: a.accessed_box.into(),
-                    elem_size,
+                    elem_size: a.elem_size,
                     record: a.bounds.0.cast(),
                 })
                 .collect();
@@ -472,9 +429,12 @@ fn c_launcher(
             if code == 0 {
                 Ok(())
             } else {
+                let cuda_device = environment
+                    .cuda
+                    .then(|| invocation.device.map_or(0, |d| d.0));
                 Err(Error::new(
                     ErrorKind::TaskFailed,
-                    format!("the kernel returned {code}"),
+                    kernel_failure_message(code, cuda_device),
                 ))
             }
         },
@@ -498,36 +458,12 @@ fn submit(
     let kernel =
         kernel.ok_or_else(|| Error::invalid_argument("argument `kernel` (or `fn`) is NULL"))?;
     let spec = spec()?;
-    let state = std::mem::take(&mut *state.lock());
+    let PendingGroup { group, reducers } = std::mem::take(&mut *state.lock());
     with_runtime(|rt| {
         let info = rt.info();
-        let mut group = CommandGroup::new();
-        let mut elem_sizes = Vec::with_capacity(state.accesses.len());
-        for access in state.accesses {
-            elem_sizes.push(access.buffer.elem_size);
-            group = group.access(access.buffer.bid, access.mode, access.mapper);
-        }
-        for id in state.side_effects {
-            group = group.side_effect(id);
-        }
-        for request in state.reductions {
-            let rid = rt.register_reduction(request.reducer)?;
-            group = group.reduction(rid, request.buffer.bid, request.initialize_to_identity);
-        }
-        if let Some(name) = state.name {
-            group = group.name(name);
-        }
-        if state.split_2d {
-            group = group.hint_split_2d();
-        }
-        if state.oversubscribe > 1 {
-            group = group.hint_oversubscribe(state.oversubscribe);
-        }
-        if let Some(granularity) = state.granularity {
-            group = group.constrain_split(granularity);
-        }
-        let launcher = c_launcher(kernel, user_data, elem_sizes, info.node, info.num_nodes);
-        rt.submit(spec, group, launcher).map(|_| ())
+        let launcher = c_launcher(kernel, user_data, info.node, info.num_nodes);
+        rt.submit_with_reducers(spec, group, launcher, reducers)
+            .map(|_| ())
     })
 }
 

@@ -13,8 +13,8 @@ use super::host_object::{celerity_host_object, lookup_host_object};
 use super::runtime::{is_runtime_thread, with_runtime};
 use super::status::celerity_status;
 use crate::error::{Error, Result};
-use crate::executor::payload::Promise;
 use crate::runtime::config::Lookahead;
+use crate::user_objects::Promise;
 
 /// The result of a fence (opaque). Released with `celerity_future_release`. Thread: any thread.
 pub struct celerity_future {

@@ -65,10 +65,6 @@ impl celerity_subrange {
 }
 
 /// Checks a dimensionality argument (0 to 3).
-#[allow(
-    dead_code,
-    reason = "used by the buffer and submission functions (C API issue)"
-)]
 pub(crate) fn check_dims(dims: u32, argument: &str) -> Result<usize> {
     if dims > 3 {
         return Err(Error::invalid_argument(format!(
@@ -82,10 +78,6 @@ pub(crate) fn check_dims(dims: u32, argument: &str) -> Result<usize> {
 /// are treated as 1 when 0-D). NULL is an error naming `argument`.
 ///
 /// The C caller guarantees that a non-NULL pointer points to three readable `size_t`.
-#[allow(
-    dead_code,
-    reason = "used by the buffer and submission functions (C API issue)"
-)]
 pub(crate) fn read_range(ptr: *const usize, dims: usize, argument: &str) -> Result<Range> {
     if ptr.is_null() {
         return Err(Error::invalid_argument(format!(
@@ -108,7 +100,6 @@ pub(crate) fn read_range(ptr: *const usize, dims: usize, argument: &str) -> Resu
 
 /// Reads an optional `const size_t[3]` offset for `dims` dimensions (NULL: zero); entries beyond
 /// `dims` must be 0.
-#[allow(dead_code, reason = "used by the submission functions (C API issue)")]
 pub(crate) fn read_offset(ptr: *const usize, dims: usize, argument: &str) -> Result<Id> {
     if ptr.is_null() {
         return Ok(Id::default());

@@ -26,10 +26,6 @@ const GENERATION_LIMIT: u32 = 1 << 20;
 /// The kinds of handle the ABI hands out; each has its own registry and tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-#[allow(
-    dead_code,
-    reason = "the kinds of the C API issue are registered here up front"
-)]
 pub(crate) enum HandleKind {
     Config = 1,
     Buffer = 2,

@@ -9,25 +9,39 @@
 //!
 //! Items here are named exactly as C sees them (cbindgen copies names and doc comments into
 //! `include/celerity.h`), hence the non-Rust casing.
-#![allow(non_camel_case_types)]
+#![expect(non_camel_case_types)]
 // Exported functions take raw pointers from C by design; their validity is the C caller's
 // contract (documented per function), and each dereference carries a SAFETY comment.
-#![allow(clippy::not_unsafe_ptr_arg_deref)]
-#![deny(missing_docs)]
+#![expect(clippy::not_unsafe_ptr_arg_deref)]
+
+// The modules are declared in the order of a program's lifecycle, which is the order of the
+// generated header (cbindgen follows the declarations): status and errors, runtime and config,
+// buffers and geometry, command groups (range mappers, reductions, kernels), submission, fences,
+// host objects. Blank-line groups keep rustfmt from sorting them.
+pub mod status;
+
+pub mod runtime;
+
+pub mod config;
+
+pub mod buffer;
+
+pub mod geometry;
+
+pub mod range_mapper;
+
+pub mod reduction;
+
+pub mod command_group;
+
+pub mod kernel;
+
+pub mod future;
+
+pub mod host_object;
 
 pub(crate) mod boundary;
-pub mod buffer;
-pub mod command_group;
-pub mod config;
-pub mod future;
-pub mod geometry;
 pub(crate) mod handle;
-pub mod host_object;
-pub mod kernel;
-pub mod range_mapper;
-pub mod reduction;
-pub mod runtime;
-pub mod status;
 
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("celerity's handle encoding needs 64-bit pointers");

@@ -58,7 +58,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::executor::builtin_reducers::{BuiltinOp, BuiltinReducer};
-use crate::executor::payload::Reducer;
+use crate::user_objects::Reducer;
 
 /// A CUSTOM reduction: identity bytes and the program's combiner.
 struct CustomReducer {

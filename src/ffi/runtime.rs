@@ -151,7 +151,7 @@ pub extern "C" fn celerity_runtime_init(
 }
 
 // The doc line tells cbindgen to keep this import out of the header.
-#[allow(unused_doc_comments)]
+#[expect(unused_doc_comments)]
 /// cbindgen:ignore
 unsafe extern "C" {
     /// The C library's `atexit` (imported, not part of celerity's ABI).

@@ -203,5 +203,5 @@ fn comm_split_rec(
 }
 
 #[cfg(test)]
-#[path = "connectivity_tests.rs"]
+#[path = "tests/connectivity.rs"]
 mod tests;

@@ -74,11 +74,13 @@ impl GridBox {
         Self::from_arrays([0; 3], range.0)
     }
 
+    /// The lowest corner (inclusive).
     #[inline]
     pub fn min(&self) -> Id {
         Id(self.min)
     }
 
+    /// The highest corner (exclusive).
     #[inline]
     pub fn max(&self) -> Id {
         Id(self.max)
@@ -96,6 +98,7 @@ impl GridBox {
         &self.max
     }
 
+    /// The extent in each dimension.
     #[inline]
     pub fn range(&self) -> Range {
         Range([
@@ -105,6 +108,7 @@ impl GridBox {
         ])
     }
 
+    /// The box as offset and range.
     #[inline]
     pub fn subrange(&self) -> Subrange {
         Subrange::new(self.min(), self.range())
@@ -116,6 +120,7 @@ impl GridBox {
         self.range().size()
     }
 
+    /// Whether the box holds no point.
     #[inline]
     pub fn is_empty(&self) -> bool {
         // normalised: empty iff max[0] == 0 (all empty boxes are [0,0))

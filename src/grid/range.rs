@@ -27,6 +27,7 @@ impl Range {
     /// An empty extent.
     pub const ZERO: Range = Range([0, 0, 0]);
 
+    /// The range of the three extents.
     #[inline]
     pub const fn new(r0: usize, r1: usize, r2: usize) -> Self {
         Range([r0, r1, r2])
@@ -83,6 +84,7 @@ impl Id {
     /// The origin.
     pub const ZERO: Id = Id([0, 0, 0]);
 
+    /// The id of the three coordinates.
     #[inline]
     pub const fn new(i0: usize, i1: usize, i2: usize) -> Self {
         Id([i0, i1, i2])
@@ -176,11 +178,14 @@ impl Sub for Id {
 /// An offset and an extent; the C ABI's way of naming a box.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Subrange {
+    /// The first point.
     pub offset: Id,
+    /// The extent from the offset.
     pub range: Range,
 }
 
 impl Subrange {
+    /// The subrange of `range` starting at `offset`.
     #[inline]
     pub const fn new(offset: Id, range: Range) -> Self {
         Subrange { offset, range }

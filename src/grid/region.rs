@@ -69,11 +69,13 @@ impl Region {
         &self.boxes
     }
 
+    /// The normalised boxes, by value.
     #[inline]
     pub fn into_boxes(self) -> BoxVec {
         self.boxes
     }
 
+    /// Whether the region holds no point.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.boxes.is_empty()
@@ -363,6 +365,7 @@ pub struct RegionBuilder {
 }
 
 impl RegionBuilder {
+    /// An empty builder.
     #[inline]
     pub fn new() -> Self {
         Self::default()
@@ -412,5 +415,5 @@ impl Extend<GridBox> for RegionBuilder {
 }
 
 #[cfg(test)]
-#[path = "region_tests.rs"]
+#[path = "tests/region.rs"]
 mod tests;

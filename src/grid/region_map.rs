@@ -423,5 +423,5 @@ impl<T: Clone + PartialEq + fmt::Debug> fmt::Debug for RegionMap<T> {
 }
 
 #[cfg(test)]
-#[path = "region_map_tests.rs"]
+#[path = "tests/region_map.rs"]
 mod tests;

@@ -152,5 +152,5 @@ pub fn split_2d(full: &GridBox, granularity: &Range, num_chunks: usize) -> Vec<G
 }
 
 #[cfg(test)]
-#[path = "split_tests.rs"]
+#[path = "tests/split.rs"]
 mod tests;

@@ -1,4 +1,5 @@
-//! Buffer allocations and the staging pool (digest 5.7, 5.9 item 4).
+//! Buffer allocations and the staging pool (C++ Celerity: `instruction_graph_generator.cc`,
+//! `allocate_contiguously` and the staging allocations of its coherence copies).
 //!
 //! Allocations of a buffer on a memory are disjoint boxes that only ever grow: when a required
 //! box is not covered by one allocation, the required boxes (plus everything `anticipate` saw
@@ -17,7 +18,9 @@ use crate::grid::{
 };
 use crate::types::{AllocationId, BufferId, MemoryId};
 
-use super::buffer_state::{AccessFront, BufferAllocation, FrontMode, StagingAllocation};
+use super::buffer_state::{
+    AccessFront, BufferAllocation, BufferMemory, FrontMode, StagingAllocation,
+};
 use super::generator::InstructionGraphGenerator;
 use super::instruction::{CopyLayout, InstructionKind};
 use super::recorder::{AllocOrigin, CopyOrigin, DependencyOrigin, RecordDetail};
@@ -26,13 +29,10 @@ use super::recorder::{AllocOrigin, CopyOrigin, DependencyOrigin, RecordDetail};
 pub(crate) const FREQUENT_ALLOCATION_THRESHOLD: usize = 10;
 
 impl InstructionGraphGenerator {
-    /// Makes sure every box of `required` lies inside one allocation of `bid` on `mid`.
-    pub(super) fn allocate_contiguously(
-        &mut self,
-        bid: BufferId,
-        mid: MemoryId,
-        mut required: BoxVec,
-    ) {
+    /// Makes sure every box of `required` lies inside one allocation of `bid` on `mid`: plans
+    /// the grown boxes, allocates each (copying the live data of the allocations it replaces),
+    /// frees the replaced allocations and records the new ones.
+    pub(super) fn allocate_contiguously(&mut self, bid: BufferId, mid: MemoryId, required: BoxVec) {
         if required.is_empty() {
             return;
         }
@@ -46,115 +46,91 @@ impl InstructionGraphGenerator {
         if required.iter().all(|b| memory.is_allocated_contiguously(b)) {
             return;
         }
-
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
-        let memory = &mut buffer.memories[mid.0 as usize];
-        required.extend(memory.anticipated_contiguous_boxes.drain(..));
-        // Grow the required boxes by every existing allocation they overlap (transitively): this
-        // equals merging all boxes, since untouched allocations are disjoint and stay verbatim.
-        let mut merged = required;
-        merge_overlapping_bounding_boxes(&mut merged);
-        let mut absorbed = vec![false; memory.allocations.len()];
-        loop {
-            let mut grew = false;
-            for (a, done) in memory.allocations.iter().zip(absorbed.iter_mut()) {
-                if *done {
-                    continue;
-                }
-                if let Some(m) = merged.iter_mut().find(|m| m.intersects(&a.allocated_box)) {
-                    *m = m.bounding_box(&a.allocated_box);
-                    *done = true;
-                    grew = true;
-                }
-            }
-            if !grew {
-                break;
-            }
-            merge_overlapping_bounding_boxes(&mut merged);
-        }
-        // absorbed allocations whose box survives verbatim stay; the others are resize sources
-        let mut sources = Vec::new();
-        let (mut i, mut k) = (0, 0);
-        while i < memory.allocations.len() {
-            let resized = absorbed[k] && !merged.contains(&memory.allocations[i].allocated_box);
-            k += 1;
-            if resized {
-                sources.push(memory.allocations.remove(i));
-            } else {
-                i += 1;
-            }
-        }
-        let mut new_boxes: BoxVec = merged
+        let (mut sources, new_boxes) =
+            plan_grown_allocations(&mut buffer.memories[mid.0 as usize], required);
+        let new_allocations: Vec<BufferAllocation> = new_boxes
             .into_iter()
-            .filter(|b| !memory.allocations.iter().any(|a| a.allocated_box == *b))
+            .map(|new_box| self.allocate_with_resize_copies(bid, mid, new_box, &mut sources))
             .collect();
-        debug_assert!(!new_boxes.is_empty());
-        merge_connected_boxes(&mut new_boxes);
+        self.free_resized_allocations(bid, &sources);
+        self.record_new_allocations(bid, mid, new_allocations);
+    }
 
-        let mut new_allocations = Vec::with_capacity(new_boxes.len());
-        for new_box in new_boxes {
-            let aid = self.new_allocation_id(mid);
-            let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
-            let (elem_size, elem_align) = (buffer.elem_size, buffer.elem_align);
-            let alloc = self.em.create(
-                InstructionKind::Alloc {
-                    allocation: aid,
-                    size_bytes: new_box.area() * elem_size,
-                    align_bytes: elem_align,
+    /// An `alloc` of `new_box` (anchored on the last epoch) and a copy of what is still up to
+    /// date on `mid` from every replaced allocation it overlaps.
+    #[inline]
+    fn allocate_with_resize_copies(
+        &mut self,
+        bid: BufferId,
+        mid: MemoryId,
+        new_box: GridBox,
+        sources: &mut [BufferAllocation],
+    ) -> BufferAllocation {
+        let aid = self.new_allocation_id(mid);
+        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let (elem_size, elem_align) = (buffer.elem_size, buffer.elem_align);
+        let alloc = self.em.create(
+            InstructionKind::Alloc {
+                allocation: aid,
+                size_bytes: new_box.area() * elem_size,
+                align_bytes: elem_align,
+            },
+            || RecordDetail::Alloc {
+                origin: AllocOrigin::Buffer,
+                buffer: Some((bid, new_box)),
+                num_chunks: None,
+            },
+        );
+        self.em
+            .add_dependency(alloc, self.em.last_epoch, DependencyOrigin::LastEpoch);
+        let mut allocation = BufferAllocation::new(aid, Some(alloc), new_box);
+
+        for source in sources {
+            let overlap = new_box.intersection(&source.allocated_box);
+            if overlap.is_empty() {
+                continue;
+            }
+            // only what is still up to date on this memory is worth preserving
+            let mut live = RegionBuilder::new();
+            buffer.up_to_date.query_box(&overlap, |b, mask| {
+                if mask.contains(mid) {
+                    live.add_box(b);
+                }
+            });
+            if live.is_empty() {
+                continue;
+            }
+            let live = live.into_region();
+            let copy = self.em.create(
+                InstructionKind::Copy {
+                    source: source.aid,
+                    dest: aid,
+                    source_layout: CopyLayout::Strided {
+                        allocation: source.allocated_box,
+                    },
+                    dest_layout: CopyLayout::Strided {
+                        allocation: new_box,
+                    },
+                    region: live.clone(),
+                    elem_size,
                 },
-                || RecordDetail::Alloc {
-                    origin: AllocOrigin::Buffer,
-                    buffer: Some((bid, new_box)),
-                    num_chunks: None,
+                || RecordDetail::Copy {
+                    origin: CopyOrigin::Resize,
+                    buffer: bid,
                 },
             );
-            self.em
-                .add_dependency(alloc, self.em.last_epoch, DependencyOrigin::LastEpoch);
-            let mut allocation = BufferAllocation::new(aid, Some(alloc), new_box);
-
-            for source in &mut sources {
-                let overlap = new_box.intersection(&source.allocated_box);
-                if overlap.is_empty() {
-                    continue;
-                }
-                // only what is still up to date on this memory is worth preserving
-                let mut live = RegionBuilder::new();
-                buffer.up_to_date.query_box(&overlap, |b, mask| {
-                    if mask.contains(mid) {
-                        live.add_box(b);
-                    }
-                });
-                if live.is_empty() {
-                    continue;
-                }
-                let live = live.into_region();
-                let copy = self.em.create(
-                    InstructionKind::Copy {
-                        source: source.aid,
-                        dest: aid,
-                        source_layout: CopyLayout::Strided {
-                            allocation: source.allocated_box,
-                        },
-                        dest_layout: CopyLayout::Strided {
-                            allocation: new_box,
-                        },
-                        region: live.clone(),
-                        elem_size,
-                    },
-                    || RecordDetail::Copy {
-                        origin: CopyOrigin::Resize,
-                        buffer: bid,
-                    },
-                );
-                self.em.read_from_allocation(copy, source, &live);
-                self.em.write_to_allocation(copy, &mut allocation, &live);
-            }
-            new_allocations.push(allocation);
+            self.em.read_from_allocation(copy, source, &live);
+            self.em.write_to_allocation(copy, &mut allocation, &live);
         }
+        allocation
+    }
 
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
-        let elem_size = buffer.elem_size;
-        for source in &sources {
+    /// Frees every replaced allocation after its last accesses (the resize copies joined its
+    /// read front).
+    fn free_resized_allocations(&mut self, bid: BufferId, sources: &[BufferAllocation]) {
+        let elem_size = self.buffers[&bid].elem_size;
+        for source in sources {
             let b = source.allocated_box;
             let free = self.em.create(
                 InstructionKind::Free {
@@ -165,7 +141,6 @@ impl InstructionGraphGenerator {
                     buffer: Some((bid, b)),
                 },
             );
-            // the resize copies joined the read fronts of the source
             self.em.add_dependencies_on_last_accesses(
                 free,
                 source,
@@ -173,7 +148,17 @@ impl InstructionGraphGenerator {
                 DependencyOrigin::AllocationLifetime,
             );
         }
+    }
 
+    /// Adds the new allocations to the memory's, warning once when a buffer is allocated or
+    /// resized often.
+    fn record_new_allocations(
+        &mut self,
+        bid: BufferId,
+        mid: MemoryId,
+        new_allocations: Vec<BufferAllocation>,
+    ) {
+        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
         let memory = &mut buffer.memories[mid.0 as usize];
         memory.total_allocations += new_allocations.len();
         memory.allocations.extend(new_allocations);
@@ -263,4 +248,55 @@ impl InstructionGraphGenerator {
     pub(super) fn staging_aid(&self, mid: MemoryId, index: usize) -> AllocationId {
         self.memories[mid.0 as usize].staging_pool[index].aid
     }
+}
+
+/// Grows the required boxes (plus everything `anticipate` saw coming) by every existing
+/// allocation they overlap, transitively, into disjoint bounding boxes. Returns the allocations
+/// this replaces (removed from `memory`; their data is copied over, then they are freed) and the
+/// boxes to allocate. Untouched allocations are disjoint from the result and stay verbatim.
+#[inline]
+fn plan_grown_allocations(
+    memory: &mut BufferMemory,
+    mut required: BoxVec,
+) -> (Vec<BufferAllocation>, BoxVec) {
+    required.extend(memory.anticipated_contiguous_boxes.drain(..));
+    let mut merged = required;
+    merge_overlapping_bounding_boxes(&mut merged);
+    let mut absorbed = vec![false; memory.allocations.len()];
+    loop {
+        let mut grew = false;
+        for (a, done) in memory.allocations.iter().zip(absorbed.iter_mut()) {
+            if *done {
+                continue;
+            }
+            if let Some(m) = merged.iter_mut().find(|m| m.intersects(&a.allocated_box)) {
+                *m = m.bounding_box(&a.allocated_box);
+                *done = true;
+                grew = true;
+            }
+        }
+        if !grew {
+            break;
+        }
+        merge_overlapping_bounding_boxes(&mut merged);
+    }
+    // absorbed allocations whose box survives verbatim stay; the others are resize sources
+    let mut sources = Vec::new();
+    let (mut i, mut k) = (0, 0);
+    while i < memory.allocations.len() {
+        let resized = absorbed[k] && !merged.contains(&memory.allocations[i].allocated_box);
+        k += 1;
+        if resized {
+            sources.push(memory.allocations.remove(i));
+        } else {
+            i += 1;
+        }
+    }
+    let mut new_boxes: BoxVec = merged
+        .into_iter()
+        .filter(|b| !memory.allocations.iter().any(|a| a.allocated_box == *b))
+        .collect();
+    debug_assert!(!new_boxes.is_empty());
+    merge_connected_boxes(&mut new_boxes);
+    (sources, new_boxes)
 }

@@ -1,4 +1,5 @@
-//! Per-buffer tracking state of the instruction graph generator (digest 5.5).
+//! Per-buffer tracking state of the instruction graph generator (C++ Celerity:
+//! `instruction_graph_generator.cc`).
 //!
 //! For every buffer and memory the generator keeps a list of disjoint allocations. Each
 //! allocation tracks, per element, its *last writers* and its *last concurrent accesses* as

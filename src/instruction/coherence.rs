@@ -1,4 +1,5 @@
-//! Coherence copies between the memories of one buffer (digest 5.9).
+//! Coherence copies between the memories of one buffer (C++ Celerity:
+//! `instruction_graph_generator.cc`, `establish_coherence_between_buffer_memories`).
 //!
 //! Input: per destination memory, the regions its concurrent readers need (one region per
 //! reader, possibly overlapping). Protocol:
@@ -20,10 +21,11 @@
 use std::collections::BTreeMap;
 
 use crate::backend::nd_memory::layout_nd_copy;
+use crate::backend::system_info::SystemInfo;
 use crate::grid::{GridBox, Region, symmetrically_split_overlapping_regions};
 use crate::types::{AllocationId, BufferId, InstructionId, MemoryId};
 
-use super::buffer_state::{AccessFront, BoxGroups, FrontMode, PerMemory, clip};
+use super::buffer_state::{AccessFront, BoxGroups, BufferState, FrontMode, PerMemory, clip};
 use super::generator::InstructionGraphGenerator;
 use super::instruction::{CopyLayout, InstructionKind};
 use super::recorder::{CopyOrigin, DependencyOrigin, RecordDetail};
@@ -100,6 +102,21 @@ fn lcm(a: usize, b: usize) -> usize {
     a / gcd(a, b) * b
 }
 
+/// What a coherence step copies: peer-to-peer copies by (source, destination) memory, and the
+/// pieces each source must stage through the host, with the destination that needs each.
+#[derive(Default)]
+struct CopyNeeds {
+    direct: BTreeMap<(MemoryId, MemoryId), Vec<Region>>,
+    staged: BTreeMap<MemoryId, Vec<(MemoryId, Region)>>,
+}
+
+/// A planned copy tree per region, and the staging bytes it needs in each memory.
+struct CopyPlans {
+    plans: Vec<(Region, Hop)>,
+    staging_bytes: Vec<usize>,
+    stage_align: usize,
+}
+
 impl InstructionGraphGenerator {
     /// Copies whatever the readers in `reads_by_memory` lack into their
     /// memories. The destination allocations must exist.
@@ -109,148 +126,30 @@ impl InstructionGraphGenerator {
         reads_by_memory: &PerMemory<Vec<Region>>,
     ) {
         let buffer = self.buffers.get(&bid).expect("unknown buffer");
-
-        // (1) what to copy, by source and destination
-        let mut direct: BTreeMap<(MemoryId, MemoryId), Vec<Region>> = BTreeMap::new();
-        // What each destination needs staged, per source: a staged piece fans out exactly to the
-        // destinations whose needs contain it (the symmetric split below makes every piece lie
-        // wholly inside or outside each need).
-        let mut staged: BTreeMap<MemoryId, Vec<(MemoryId, Region)>> = BTreeMap::new();
-        for (dest, reads) in reads_by_memory.iter() {
-            let dest_index = dest.0 as usize;
-            for read in reads {
-                let mut by_writer: BoxGroups<(MemoryId, InstructionId)> = BoxGroups::new();
-                buffer.up_to_date.query_region(read, |b, mask| {
-                    if mask.is_empty() || mask.contains(dest) {
-                        return; // up to date, or uninitialised (reported elsewhere)
-                    }
-                    buffer.original_writers.query_box(&b, |wb, w| {
-                        by_writer.add((w.memory, w.writer), wb);
-                    });
-                });
-                for ((source, _), source_region) in by_writer.into_regions() {
-                    let source_bounds = source_region.bounding_box();
-                    for source_alloc in &buffer.memories[source.0 as usize].allocations {
-                        if !source_alloc.allocated_box.intersects(&source_bounds) {
-                            continue;
-                        }
-                        let in_source = clip(&source_region, &source_alloc.allocated_box);
-                        if in_source.is_empty() {
-                            continue;
-                        }
-                        let in_source_bounds = in_source.bounding_box();
-                        for dest_alloc in &buffer.memories[dest_index].allocations {
-                            if !dest_alloc.allocated_box.intersects(&in_source_bounds) {
-                                continue;
-                            }
-                            let copy = clip(&in_source, &dest_alloc.allocated_box);
-                            if copy.is_empty() {
-                                continue;
-                            }
-                            if self.system.can_copy(source, dest) {
-                                direct.entry((source, dest)).or_default().push(copy);
-                            } else {
-                                staged.entry(source).or_default().push((dest, copy));
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        if direct.is_empty() && staged.is_empty() {
+        let needs = collect_copy_needs(buffer, &self.system, reads_by_memory);
+        if needs.direct.is_empty() && needs.staged.is_empty() {
             return;
         }
+        let plans = plan_copy_trees(buffer, needs, self.memories.len());
+        self.emit_copy_trees(bid, &plans);
+        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        mark_up_to_date(buffer, reads_by_memory);
+    }
 
-        // (2) plan copy trees
-        let mut plans: Vec<(Region, Hop)> = Vec::new();
-        for ((source, dest), mut regions) in direct {
-            symmetrically_split_overlapping_regions(&mut regions);
-            for region in regions {
-                let bbox = region.bounding_box();
-                let from = buffer.memories[source.0 as usize].contiguous(&bbox).aid;
-                let to = buffer.memories[dest.0 as usize].contiguous(&bbox).aid;
-                let mut root = Hop::new(Location::InBuffer(from));
-                root.chain(Location::InBuffer(to));
-                plans.push((region, root));
-            }
-        }
-
+    /// Steps 4 and 5: takes the staging space from the pools, emits every tree hop by hop and
+    /// records the staging reads as the pools' last accesses.
+    fn emit_copy_trees(&mut self, bid: BufferId, plans: &CopyPlans) {
         let num_memories = self.memories.len();
-        let stage_align = lcm(buffer.elem_align.max(1), STAGING_ALIGNMENT);
-        let region_bytes =
-            |r: &Region| (r.area() * buffer.elem_size).div_ceil(stage_align) * stage_align;
-        let mut staging_bytes = vec![0usize; num_memories];
-        for (source, needs) in &staged {
-            let source = *source;
-            let mut regions: Vec<Region> = needs.iter().map(|(_, need)| need.clone()).collect();
-            symmetrically_split_overlapping_regions(&mut regions);
-            for region in regions {
-                let bbox = region.bounding_box();
-                let source_alloc = buffer.memories[source.0 as usize].contiguous(&bbox);
-                let mut root = Hop::new(Location::InBuffer(source_alloc.aid));
-                let mut stage_source = &mut root;
-                if should_linearize_copy_region(
-                    source,
-                    &source_alloc.allocated_box,
-                    &region,
-                    buffer.elem_size,
-                ) {
-                    let offset = staging_bytes[source.0 as usize];
-                    staging_bytes[source.0 as usize] += region_bytes(&region);
-                    stage_source = stage_source.chain(Location::Staged {
-                        memory: source,
-                        offset,
-                    });
-                }
-                let host_offset = staging_bytes[MemoryId::HOST.0 as usize];
-                staging_bytes[MemoryId::HOST.0 as usize] += region_bytes(&region);
-                let host_hop = stage_source.chain(Location::Staged {
-                    memory: MemoryId::HOST,
-                    offset: host_offset,
-                });
-
-                // fan out to every destination that needs this piece (a broadcast)
-                // Destinations in memory order, each once.
-                let mut destinations: Vec<MemoryId> = needs
-                    .iter()
-                    .filter(|(_, need)| need.intersects(&region))
-                    .map(|(d, _)| *d)
-                    .collect();
-                destinations.sort();
-                destinations.dedup();
-                for dest in destinations {
-                    let dest_index = dest.0 as usize;
-                    let dest_alloc = buffer.memories[dest_index].contiguous(&bbox);
-                    let mut unstage_source = &mut *host_hop;
-                    if should_linearize_copy_region(
-                        dest,
-                        &dest_alloc.allocated_box,
-                        &region,
-                        buffer.elem_size,
-                    ) {
-                        let offset = staging_bytes[dest_index];
-                        staging_bytes[dest_index] += region_bytes(&region);
-                        unstage_source = unstage_source.chain(Location::Staged {
-                            memory: dest,
-                            offset,
-                        });
-                    }
-                    unstage_source.chain(Location::InBuffer(dest_alloc.aid));
-                }
-                plans.push((region, root));
-            }
-        }
-
-        // staging sizes are final: take them from the pools
         let mut staging_index: Vec<Option<usize>> = vec![None; num_memories];
-        for (mid, &bytes) in staging_bytes.iter().enumerate() {
+        for (mid, &bytes) in plans.staging_bytes.iter().enumerate() {
             if bytes > 0 {
-                staging_index[mid] =
-                    Some(self.acquire_staging_allocation(MemoryId(mid as u64), bytes, stage_align));
+                staging_index[mid] = Some(self.acquire_staging_allocation(
+                    MemoryId(mid as u64),
+                    bytes,
+                    plans.stage_align,
+                ));
             }
         }
-
-        // (3) emit the trees
         let mut staging_reads: Vec<AccessFront> =
             vec![AccessFront::empty(FrontMode::Read); num_memories];
         let mut emit = Emission {
@@ -259,7 +158,7 @@ impl InstructionGraphGenerator {
             staging_index: &staging_index,
             staging_reads: &mut staging_reads,
         };
-        for (region, root) in &plans {
+        for (region, root) in &plans.plans {
             for next in &root.next {
                 emit.hop(region, root, next, None);
             }
@@ -270,15 +169,169 @@ impl InstructionGraphGenerator {
                     std::mem::replace(&mut staging_reads[mid], AccessFront::empty(FrontMode::Read));
             }
         }
+    }
+}
 
-        // (4) every destination is now up to date for all of its readers
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
-        for (mid, reads) in reads_by_memory.iter() {
-            for read in reads {
-                for (b, mut mask) in buffer.up_to_date.get_region_values(read) {
-                    mask.insert(mid);
-                    buffer.up_to_date.update_box(&b, mask);
+/// Step 1: the elements each reader lacks, grouped by original writer and split by source and
+/// destination allocation, as direct or staged copies.
+fn collect_copy_needs(
+    buffer: &BufferState,
+    system: &SystemInfo,
+    reads_by_memory: &PerMemory<Vec<Region>>,
+) -> CopyNeeds {
+    let mut needs = CopyNeeds::default();
+    for (dest, reads) in reads_by_memory.iter() {
+        for read in reads {
+            let mut by_writer: BoxGroups<(MemoryId, InstructionId)> = BoxGroups::new();
+            buffer.up_to_date.query_region(read, |b, mask| {
+                if mask.is_empty() || mask.contains(dest) {
+                    return; // up to date, or uninitialised (reported elsewhere)
                 }
+                buffer.original_writers.query_box(&b, |wb, w| {
+                    by_writer.add((w.memory, w.writer), wb);
+                });
+            });
+            for ((source, _), source_region) in by_writer.into_regions() {
+                split_by_allocations(buffer, system, source, dest, &source_region, &mut needs);
+            }
+        }
+    }
+    needs
+}
+
+/// Splits what `dest` needs from `source` by the allocations of both memories.
+fn split_by_allocations(
+    buffer: &BufferState,
+    system: &SystemInfo,
+    source: MemoryId,
+    dest: MemoryId,
+    source_region: &Region,
+    needs: &mut CopyNeeds,
+) {
+    let source_bounds = source_region.bounding_box();
+    for source_alloc in &buffer.memories[source.0 as usize].allocations {
+        if !source_alloc.allocated_box.intersects(&source_bounds) {
+            continue;
+        }
+        let in_source = clip(source_region, &source_alloc.allocated_box);
+        if in_source.is_empty() {
+            continue;
+        }
+        let in_source_bounds = in_source.bounding_box();
+        for dest_alloc in &buffer.memories[dest.0 as usize].allocations {
+            if !dest_alloc.allocated_box.intersects(&in_source_bounds) {
+                continue;
+            }
+            let copy = clip(&in_source, &dest_alloc.allocated_box);
+            if copy.is_empty() {
+                continue;
+            }
+            if system.can_copy(source, dest) {
+                needs.direct.entry((source, dest)).or_default().push(copy);
+            } else {
+                needs.staged.entry(source).or_default().push((dest, copy));
+            }
+        }
+    }
+}
+
+/// Steps 2 and 3: splits the copy regions symmetrically and plans a tree per region (one hop
+/// between peers; otherwise staged through the host, linearised where that pays).
+fn plan_copy_trees(buffer: &BufferState, needs: CopyNeeds, num_memories: usize) -> CopyPlans {
+    let mut out = CopyPlans {
+        plans: Vec::new(),
+        staging_bytes: vec![0usize; num_memories],
+        stage_align: lcm(buffer.elem_align.max(1), STAGING_ALIGNMENT),
+    };
+    for ((source, dest), mut regions) in needs.direct {
+        symmetrically_split_overlapping_regions(&mut regions);
+        for region in regions {
+            let bbox = region.bounding_box();
+            let from = buffer.memories[source.0 as usize].contiguous(&bbox).aid;
+            let to = buffer.memories[dest.0 as usize].contiguous(&bbox).aid;
+            let mut root = Hop::new(Location::InBuffer(from));
+            root.chain(Location::InBuffer(to));
+            out.plans.push((region, root));
+        }
+    }
+    for (source, needs) in &needs.staged {
+        let mut regions: Vec<Region> = needs.iter().map(|(_, need)| need.clone()).collect();
+        symmetrically_split_overlapping_regions(&mut regions);
+        for region in regions {
+            let root = plan_staged_copy(buffer, *source, needs, &region, &mut out);
+            out.plans.push((region, root));
+        }
+    }
+    out
+}
+
+/// The tree of one staged piece: source (linearised there if that pays), host staging, then a
+/// fan-out to every destination that needs the piece (de-linearised there if that pays).
+fn plan_staged_copy(
+    buffer: &BufferState,
+    source: MemoryId,
+    needs: &[(MemoryId, Region)],
+    region: &Region,
+    out: &mut CopyPlans,
+) -> Hop {
+    let stage_align = out.stage_align;
+    let region_bytes = (region.area() * buffer.elem_size).div_ceil(stage_align) * stage_align;
+    let staging_bytes = &mut out.staging_bytes;
+    let bbox = region.bounding_box();
+    let source_alloc = buffer.memories[source.0 as usize].contiguous(&bbox);
+    let mut root = Hop::new(Location::InBuffer(source_alloc.aid));
+    let mut stage_source = &mut root;
+    if should_linearize_copy_region(
+        source,
+        &source_alloc.allocated_box,
+        region,
+        buffer.elem_size,
+    ) {
+        let offset = staging_bytes[source.0 as usize];
+        staging_bytes[source.0 as usize] += region_bytes;
+        stage_source = stage_source.chain(Location::Staged {
+            memory: source,
+            offset,
+        });
+    }
+    let host_offset = staging_bytes[MemoryId::HOST.0 as usize];
+    staging_bytes[MemoryId::HOST.0 as usize] += region_bytes;
+    let host_hop = stage_source.chain(Location::Staged {
+        memory: MemoryId::HOST,
+        offset: host_offset,
+    });
+    // Destinations in memory order, each once (a broadcast).
+    let mut destinations: Vec<MemoryId> = needs
+        .iter()
+        .filter(|(_, need)| need.intersects(region))
+        .map(|(d, _)| *d)
+        .collect();
+    destinations.sort();
+    destinations.dedup();
+    for dest in destinations {
+        let dest_index = dest.0 as usize;
+        let dest_alloc = buffer.memories[dest_index].contiguous(&bbox);
+        let mut unstage_source = &mut *host_hop;
+        if should_linearize_copy_region(dest, &dest_alloc.allocated_box, region, buffer.elem_size) {
+            let offset = staging_bytes[dest_index];
+            staging_bytes[dest_index] += region_bytes;
+            unstage_source = unstage_source.chain(Location::Staged {
+                memory: dest,
+                offset,
+            });
+        }
+        unstage_source.chain(Location::InBuffer(dest_alloc.aid));
+    }
+    root
+}
+
+/// Step 6: every destination is now up to date for all of its readers.
+fn mark_up_to_date(buffer: &mut BufferState, reads_by_memory: &PerMemory<Vec<Region>>) {
+    for (mid, reads) in reads_by_memory.iter() {
+        for read in reads {
+            for (b, mut mask) in buffer.up_to_date.get_region_values(read) {
+                mask.insert(mid);
+                buffer.up_to_date.update_box(&b, mask);
             }
         }
     }

@@ -1,4 +1,5 @@
-//! Compiling an execution command (digest 5.6) and anticipating its allocations (digest 1.3).
+//! Compiling an execution command and anticipating its allocations (C++
+//! Celerity: `instruction_graph_generator.cc`, `compile_execution_command` and `anticipate`).
 //!
 //! 1. The first host task of a collective group clones the root group's communicator, ordered
 //!    after the root group's previous collective operation.
@@ -24,7 +25,7 @@ use crate::grid::{
     BoxVec, GridBox, Region, RegionBuilder, merge_connected_boxes,
     merge_overlapping_bounding_boxes, split_1d, split_2d,
 };
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::task::{BufferLabel, ExecutionTarget, Task, fmt_region};
 use crate::types::{AllocationId, BufferId, CollectiveGroupId, DeviceId, InstructionId, MemoryId};
 
@@ -404,6 +405,7 @@ impl InstructionGraphGenerator {
                     allocation: AllocationId::null(MemoryId::USER),
                     allocated_box: GridBox::EMPTY,
                     accessed_box: GridBox::EMPTY,
+                    elem_size: buffer.elem_size,
                 }
             } else {
                 let allocation = buffer.memories[mem].contiguous(&accessed_box);
@@ -411,6 +413,7 @@ impl InstructionGraphGenerator {
                     allocation: allocation.aid,
                     allocated_box: allocation.allocated_box,
                     accessed_box,
+                    elem_size: buffer.elem_size,
                 }
             });
             traffic += (usize::from(mode.is_producer()) + usize::from(mode.is_consumer()))
@@ -428,6 +431,7 @@ impl InstructionGraphGenerator {
                 allocation: allocation.aid,
                 allocated_box: allocation.allocated_box,
                 accessed_box: SCALAR_BOX,
+                elem_size: buffer.elem_size,
             });
             traffic += chunk.execution_box.area() * buffer.elem_size;
         }

@@ -1,4 +1,5 @@
-//! [`InstructionGraphGenerator`]: compiles the commands of one node into instructions (digest 5).
+//! [`InstructionGraphGenerator`]: compiles the commands of one node into instructions (C++
+//! Celerity: `instruction_graph_generator.cc`).
 //!
 //! # Protocol
 //!
@@ -30,8 +31,8 @@ use crate::comm::OutboundPilot;
 use crate::command::{Command, CommandKind};
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{GridBox, Range};
-use crate::runtime::config::ErrorPolicy;
-use crate::task::{EpochAction, Task, TaskPayload};
+use crate::policy::ErrorPolicy;
+use crate::task::{EpochAction, Task};
 use crate::types::{
     AllocationId, BufferId, CollectiveGroupId, HostObjectId, IdMap, InstructionId, MemoryId,
     NodeId, TaskId,
@@ -87,16 +88,6 @@ pub enum SchedulingHint {
     IsSelfContained,
     /// The command allocates; compiling it together with later commands may merge allocations.
     CouldMergeWithFutureCommands,
-}
-
-/// The payload a buffer fence task must carry: the user allocation (memory 0) the fenced data is
-/// copied to, registered with the executor beforehand, and the runtime's own promise.
-#[derive(Clone)]
-pub struct BufferFencePayload {
-    /// Destination of the snapshot.
-    pub user_allocation: AllocationId,
-    /// Whatever the runtime needs to fulfil the fence.
-    pub promise: Option<TaskPayload>,
 }
 
 /// A chunk of a task's local execution range on one memory (and device).
@@ -427,16 +418,12 @@ impl InstructionGraphGenerator {
             let fence_box = access_map
                 .compute_consumed_region(bid, &unit)
                 .bounding_box();
-            let user_allocation = task
-                .payload()
-                .and_then(|p| p.downcast_ref::<BufferFencePayload>())
-                .map(|p| p.user_allocation)
-                .ok_or_else(|| {
-                    Error::internal(format!(
-                        "buffer fence {} carries no BufferFencePayload",
-                        task.id()
-                    ))
-                })?;
+            let user_allocation = task.fence_user_allocation().ok_or_else(|| {
+                Error::internal(format!(
+                    "buffer fence {} carries no user allocation",
+                    task.id()
+                ))
+            })?;
             let mut copy = None;
             if !fence_box.is_empty() {
                 let chunk = LocalChunk {

@@ -1,4 +1,4 @@
-//! The instructions of a node's instruction graph (digest 5.2).
+//! The instructions of a node's instruction graph (C++ Celerity: `instruction_graph.h`).
 //!
 //! An [`Instruction`] is immutable once its batch leaves the generator. It names its predecessors
 //! by id only (never by pointer), so batches can cross threads and older instructions can be
@@ -11,8 +11,6 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::backend::system_info::SystemInfo;
-use crate::executor::engine::{EngineInstruction, Target};
 use crate::grid::{GridBox, Id, Range, Region};
 use crate::task::{EpochAction, Task};
 use crate::types::{
@@ -47,6 +45,8 @@ pub struct BufferAccessAllocation {
     pub allocated_box: GridBox,
     /// The bounding box of what the chunk accesses (inside `allocated_box`).
     pub accessed_box: GridBox,
+    /// Bytes per element of the buffer.
+    pub elem_size: usize,
 }
 
 /// What the executor may release once a horizon or epoch has been reached.
@@ -240,7 +240,7 @@ pub enum InstructionKind {
 }
 
 /// Where an instruction runs, as far as the generator knows: the executor maps this onto its
-/// queues (see [`Instruction::engine_instruction`]).
+/// queues (its out-of-order engine derives its own view from it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
     /// Synchronous or completed through the communicator.
@@ -309,6 +309,18 @@ impl InstructionKind {
             | K::Reduce { .. }
             | K::DestroyHostObject { .. }
             | K::CloneCollectiveGroup { .. } => priority::OTHER,
+        }
+    }
+
+    /// The task a kernel, host task, fence or epoch runs for.
+    pub fn task(&self) -> Option<&Arc<Task>> {
+        use InstructionKind as K;
+        match self {
+            K::DeviceKernel { task, .. }
+            | K::HostTask { task, .. }
+            | K::Fence { task }
+            | K::Epoch { task, .. } => Some(task),
+            _ => None,
         }
     }
 
@@ -385,44 +397,6 @@ impl Instruction {
             K::DeviceKernel { device, .. } => Placement::Device { device: *device },
             K::HostTask { .. } => Placement::Host,
             _ => Placement::Immediate,
-        }
-    }
-
-    /// The out-of-order engine's view: target queue and eligible devices (digest 6.2). Copies
-    /// touching device memory go to a device queue, the destination's device first.
-    pub fn engine_instruction(&self, system: &SystemInfo) -> EngineInstruction {
-        let mut eligible_devices = SmallVec::new();
-        let target = match self.placement() {
-            Placement::Immediate => Target::Immediate,
-            Placement::Allocation { memory } => {
-                eligible_devices.extend(system.device_of(memory));
-                Target::AllocQueue
-            }
-            Placement::Host => Target::HostQueue,
-            Placement::Device { device } => {
-                eligible_devices.push(device);
-                Target::DeviceQueue
-            }
-            Placement::Copy { source, dest } => {
-                eligible_devices.extend(system.device_of(dest));
-                if let Some(d) = system.device_of(source)
-                    && !eligible_devices.contains(&d)
-                {
-                    eligible_devices.push(d);
-                }
-                if eligible_devices.is_empty() {
-                    Target::HostQueue
-                } else {
-                    Target::DeviceQueue
-                }
-            }
-        };
-        EngineInstruction {
-            id: self.id,
-            priority: self.priority,
-            target,
-            eligible_devices,
-            dependencies: self.dependencies.clone(),
         }
     }
 }

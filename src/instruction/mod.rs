@@ -13,7 +13,7 @@ pub mod coherence;
 mod emitter;
 pub mod execution;
 pub mod generator;
-#[allow(clippy::module_inception)]
+#[expect(clippy::module_inception)]
 pub mod instruction;
 pub mod push;
 pub mod receive;
@@ -22,11 +22,9 @@ pub mod reduction;
 mod requirements;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
-pub use generator::{
-    Batch, BufferFencePayload, InstructionGraphGenerator, Policies, SchedulingHint,
-};
+pub use generator::{Batch, InstructionGraphGenerator, Policies, SchedulingHint};
 pub use instruction::{
     BufferAccessAllocation, CopyLayout, Instruction, InstructionGarbage, InstructionKind,
     Placement, priority,

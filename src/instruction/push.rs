@@ -1,4 +1,4 @@
-//! Push commands: pilots and sends (digest 5.11).
+//! Push commands: pilots and sends (C++ Celerity: `instruction_graph_generator.cc`).
 //!
 //! Everything generated for a push gets [`priority::PUSH_BASE_PRIORITY`] on top of its kind's
 //! priority, so the local coherence work of a send is done early. Per target node:

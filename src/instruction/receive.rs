@@ -1,4 +1,5 @@
-//! Deferred await-pushes and their receive instructions (digest 5.8).
+//! Deferred await-pushes and their receive instructions (C++ Celerity:
+//! `instruction_graph_generator.cc`).
 //!
 //! An await-push emits nothing when compiled: it waits in the buffer's pending receives (or
 //! pending gathers, for a reduction) until a command reads an intersecting region. Then the

@@ -1,4 +1,5 @@
-//! Records of generated instructions and outbound pilots, for tests and graph printing (digest 8).
+//! Records of generated instructions and outbound pilots, for tests and graph printing (C++
+//! Celerity: `recorders.h`).
 //!
 //! With a recorder attached, the generator records every instruction it flushes together with
 //! the origin of each dependency edge and a few debug details (which buffer an allocation or copy

@@ -1,4 +1,4 @@
-//! Local and global reductions (digest 5.10).
+//! Local and global reductions (C++ Celerity: `instruction_graph_generator.cc`).
 //!
 //! *Local*: the inputs are the task's local chunks plus, when this node is the reduction
 //! initialiser and the reduction keeps the buffer's value, that current value. With one input the
@@ -275,7 +275,7 @@ fn create_gather_copy(
 
 /// Reduces `num_values` gathered values into the host allocation of the buffer's scalar (the
 /// new original writer), then frees the gather allocation.
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments)]
 fn create_reduce_and_free(
     em: &mut Emitter,
     buffer: &mut BufferState,

@@ -7,22 +7,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
-/// Verbosity of the runtime's log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
-    /// Everything, including per-instruction events.
-    Trace,
-    /// Details useful when debugging the runtime.
-    Debug,
-    /// Normal operation (the default).
-    Info,
-    /// Suspicious behaviour.
-    Warn,
-    /// Errors only.
-    Err,
-    /// Nothing.
-    Off,
-}
+pub use crate::policy::{ErrorPolicy, GraphFormat, LogLevel, Lookahead};
 
 /// Which devices the runtime uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,37 +18,6 @@ pub enum DeviceSelection {
     Cuda,
     /// `n` emulated devices on the CPU, each with its own memory and worker thread.
     Host(u32),
-}
-
-/// How far ahead the scheduler looks before compiling commands into instructions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lookahead {
-    /// Compile every command immediately.
-    None,
-    /// Hold back allocating commands until two horizons have passed (Celerity's default).
-    Auto,
-    /// Hold back until a flush, fence or epoch.
-    Infinite,
-}
-
-/// What to do when a program reads uninitialised data or writes overlapping regions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorPolicy {
-    /// Do not check.
-    Ignore,
-    /// Log a warning.
-    Log,
-    /// Fail with `CELERITY_ERROR_ACCESS_PATTERN`.
-    Error,
-}
-
-/// Output format of the graphs written with `print_graphs=on`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GraphFormat {
-    /// Graphviz.
-    Dot,
-    /// JSON nodes and edges for users' own tools.
-    Json,
 }
 
 /// The validated configuration of a runtime.
@@ -102,6 +56,8 @@ pub struct Config {
     /// `accessor_boundary_check`: `Ignore` gives kernels no bounds records (off), `Log` reports
     /// violations at error level (on), `Error` also fails the task with `AccessPattern`.
     pub accessor_boundary_check: ErrorPolicy,
+    /// `pinned_memory_limit`: most bytes of page-locked host memory the CUDA backend holds.
+    pub pinned_memory_limit: usize,
 }
 
 impl Default for Config {
@@ -123,6 +79,7 @@ impl Default for Config {
             overlapping_write: ErrorPolicy::Log,
             stall_timeout: Duration::from_secs(20),
             accessor_boundary_check: ErrorPolicy::Log,
+            pinned_memory_limit: DEFAULT_PINNED_MEMORY_LIMIT,
         }
     }
 }
@@ -196,6 +153,22 @@ fn task_range(value: &str) -> Option<(u64, u64)> {
 fn seconds(value: &str) -> Option<Duration> {
     let secs = value.parse::<f64>().ok()?;
     (secs.is_finite() && secs > 0.0 && secs <= 86400.0).then(|| Duration::from_secs_f64(secs))
+}
+
+/// The default of `pinned_memory_limit` (4 GiB).
+pub const DEFAULT_PINNED_MEMORY_LIMIT: usize = 4 << 30;
+
+/// A byte count with an optional binary suffix (`K`, `M`, `G`, `T`), at most 1 TiB.
+fn byte_count(value: &str) -> Option<usize> {
+    let (digits, shift) = match value.as_bytes().last()? {
+        b'K' => (&value[..value.len() - 1], 10),
+        b'M' => (&value[..value.len() - 1], 20),
+        b'G' => (&value[..value.len() - 1], 30),
+        b'T' => (&value[..value.len() - 1], 40),
+        _ => (value, 0),
+    };
+    let bytes = digits.parse::<u64>().ok()?.checked_mul(1 << shift)?;
+    (bytes <= 1 << 40).then(|| usize::try_from(bytes).ok())?
 }
 
 fn non_empty_path(value: &str) -> Option<PathBuf> {
@@ -355,6 +328,14 @@ const KEYS: &[Key] = &[
         accepts: "a number of seconds greater than 0 and at most 86400 (e.g. 20 or 0.5)",
         apply: |c, v| {
             c.stall_timeout = seconds(v)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "pinned_memory_limit",
+        accepts: "a byte count with an optional K, M, G or T suffix (binary), at most 1T (e.g. 4G)",
+        apply: |c, v| {
+            c.pinned_memory_limit = byte_count(v)?;
             Some(())
         },
     },
@@ -634,6 +615,31 @@ mod tests {
             "{}",
             error.message()
         );
+    }
+
+    #[test]
+    fn pinned_memory_limit_takes_byte_counts_with_binary_suffixes() {
+        assert_eq!(Config::default().pinned_memory_limit, 4 << 30);
+        let mut builder = ConfigBuilder::default();
+        for bad in ["", "G", "-1", "1.5G", "2T", "4g", "99999999999999999999"] {
+            let error = builder.set("pinned_memory_limit", bad).unwrap_err();
+            assert!(
+                error.message().contains("byte count"),
+                "{bad}: {}",
+                error.message()
+            );
+        }
+        builder.set("pinned_memory_limit", "512M").unwrap();
+        let (c, _) = builder.build(env(&[])).unwrap();
+        assert_eq!(c.pinned_memory_limit, 512 << 20);
+        let (c, _) = ConfigBuilder::default()
+            .build(env(&[("CELERITY_PINNED_MEMORY_LIMIT", "0")]))
+            .unwrap();
+        assert_eq!(c.pinned_memory_limit, 0);
+        let (c, _) = ConfigBuilder::default()
+            .build(env(&[("CELERITY_PINNED_MEMORY_LIMIT", "1T")]))
+            .unwrap();
+        assert_eq!(c.pinned_memory_limit, 1 << 40);
     }
 
     #[test]

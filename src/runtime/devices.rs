@@ -48,7 +48,28 @@ pub(super) struct Selection {
     pub description: String,
 }
 
-fn backend(config: &Config) -> Result<(Box<dyn Backend>, BackendKind)> {
+/// Which of a host's `count` GPUs the process with host-local rank `local_rank` of `local_size`
+/// takes: all of them when it is alone; an even, contiguous share when there are at least as many
+/// GPUs as processes (the first `count % local_size` ranks take one more); otherwise one GPU,
+/// shared round-robin (and said so in a warning), as C++ Celerity does.
+#[cfg_attr(
+    all(not(feature = "cuda"), not(test)),
+    expect(dead_code, reason = "only the CUDA backend splits GPUs")
+)]
+pub(super) fn host_share_of_gpus(count: usize, local_rank: usize, local_size: usize) -> Vec<usize> {
+    if local_size <= 1 || count == 0 {
+        return (0..count).collect();
+    }
+    if count < local_size {
+        return vec![local_rank % count];
+    }
+    let (base, extra) = (count / local_size, count % local_size);
+    let start = local_rank * base + local_rank.min(extra);
+    let len = base + usize::from(local_rank < extra);
+    (start..start + len).collect()
+}
+
+fn backend(config: &Config, host_local: (usize, usize)) -> Result<(Box<dyn Backend>, BackendKind)> {
     match config.devices {
         DeviceSelection::Host(n) => Ok((
             Box::new(HostBackend::new(
@@ -57,8 +78,8 @@ fn backend(config: &Config) -> Result<(Box<dyn Backend>, BackendKind)> {
             )?),
             BackendKind::Host,
         )),
-        DeviceSelection::Cuda => cuda_backend(),
-        DeviceSelection::Auto => cuda_backend().or_else(|error| {
+        DeviceSelection::Cuda => cuda_backend(config, host_local),
+        DeviceSelection::Auto => cuda_backend(config, host_local).or_else(|error| {
             tracing::debug!("devices=auto: no CUDA ({error}); using one emulated host device");
             Ok((
                 Box::new(HostBackend::new(1, config.host_device_peer_copies)?),
@@ -69,15 +90,33 @@ fn backend(config: &Config) -> Result<(Box<dyn Backend>, BackendKind)> {
 }
 
 #[cfg(feature = "cuda")]
-fn cuda_backend() -> Result<(Box<dyn Backend>, BackendKind)> {
+fn cuda_backend(
+    config: &Config,
+    (local_rank, local_size): (usize, usize),
+) -> Result<(Box<dyn Backend>, BackendKind)> {
+    use crate::backend::cuda::{CudaBackend, device_count};
+    let count = device_count()?;
+    let share = host_share_of_gpus(count, local_rank, local_size);
+    if local_size > count && count > 0 {
+        tracing::warn!(
+            "{local_size} processes on this host share {count} CUDA device(s): process {local_rank} of this host uses device {}",
+            share[0]
+        );
+    }
     Ok((
-        Box::new(crate::backend::cuda::CudaBackend::new()?),
+        Box::new(CudaBackend::on_devices(
+            Some(&share),
+            config.pinned_memory_limit,
+        )?),
         BackendKind::Cuda,
     ))
 }
 
 #[cfg(not(feature = "cuda"))]
-fn cuda_backend() -> Result<(Box<dyn Backend>, BackendKind)> {
+fn cuda_backend(
+    _config: &Config,
+    _host_local: (usize, usize),
+) -> Result<(Box<dyn Backend>, BackendKind)> {
     Err(Error::unsupported(
         "this libcelerity was built without the CUDA backend (cargo feature `cuda`)",
     ))
@@ -143,11 +182,16 @@ pub(super) fn select(
             ),
         });
     }
-    let (backend, backend_kind) = backend(config)?;
     let (communicator, mpi) = match communicator {
         Some(given) => (given, None),
         None => self::communicator()?,
     };
+    // Several processes on one host split its GPUs among themselves.
+    let host_local = match config.devices {
+        DeviceSelection::Host(_) => (0, 1),
+        _ => communicator.host_local_rank()?,
+    };
+    let (backend, backend_kind) = backend(config, host_local)?;
     if communicator.num_nodes() > 256 {
         return Err(Error::unsupported(format!(
             "{} processes exceed the supported 256 nodes",
@@ -171,4 +215,33 @@ pub(super) fn select(
         },
         mpi,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_share_of_gpus;
+
+    #[test]
+    fn processes_on_one_host_split_its_gpus_evenly_and_without_overlap() {
+        assert_eq!(host_share_of_gpus(4, 0, 1), vec![0, 1, 2, 3]);
+        assert_eq!(host_share_of_gpus(4, 0, 2), vec![0, 1]);
+        assert_eq!(host_share_of_gpus(4, 1, 2), vec![2, 3]);
+        assert_eq!(host_share_of_gpus(4, 3, 4), vec![3]);
+        // 5 GPUs over 2 processes: the first takes one more.
+        assert_eq!(host_share_of_gpus(5, 0, 2), vec![0, 1, 2]);
+        assert_eq!(host_share_of_gpus(5, 1, 2), vec![3, 4]);
+        // More processes than GPUs: round-robin sharing.
+        assert_eq!(host_share_of_gpus(2, 2, 3), vec![0]);
+        assert_eq!(host_share_of_gpus(0, 0, 2), Vec::<usize>::new());
+        for (count, size) in [(8, 3), (7, 7), (16, 5)] {
+            let all: Vec<usize> = (0..size)
+                .flat_map(|rank| host_share_of_gpus(count, rank, size))
+                .collect();
+            assert_eq!(
+                all,
+                (0..count).collect::<Vec<_>>(),
+                "{count} GPUs, {size} processes"
+            );
+        }
+    }
 }

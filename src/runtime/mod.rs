@@ -1,7 +1,7 @@
 //! The runtime: owns the task manager, the scheduler thread and the executor thread, and is used
 //! from the application thread only (the C ABI checks the thread).
 //!
-//! Protocol (digest 1.1, 6.8):
+//! Protocol (C++ Celerity: `runtime.cc`, its data flow and shutdown):
 //! * Every submission builds its task on the application thread; the task manager hands each
 //!   created task (with horizons and epochs) to the scheduler thread, which builds commands and
 //!   instructions and passes them to the executor thread.
@@ -26,25 +26,26 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::backend::interface::Launcher;
+use crate::backend::system_info::SystemInfo;
 use crate::comm::Communicator;
 use crate::command::{CommandGraphGenerator, CommandPolicies};
 use crate::debug::trace::TraceLog;
 use crate::error::{Error, Result};
-use crate::executor::live::{ExecutorConfig, ExecutorDelegate, ExecutorHandle, ExecutorMessage};
-use crate::executor::payload::{HostObjectInstance, KernelPayload, Promise, Reducer, UserMemory};
+use crate::executor::{ExecutorConfig, ExecutorDelegate, ExecutorHandle, ExecutorMessage};
 use crate::grid::{Range, Subrange};
-use crate::instruction::{
-    Batch, BufferFencePayload, InstructionGraphGenerator, InstructionRecorder, Policies,
-};
+use crate::instruction::{Batch, InstructionGraphGenerator, InstructionRecorder, Policies};
+use crate::policy::ErrorPolicy;
 use crate::scheduler::{SchedulerEvent, SchedulerHandle, SchedulerOutput, SchedulerSink};
 use crate::task::{
     CommandGroup, EpochAction, EpochTracker, Task, TaskDelegate, TaskManager, TaskManagerConfig,
-    TaskSpec,
+    TaskPayload, TaskSpec,
 };
 use crate::types::{
-    AllocationId, BufferId, CollectiveGroupId, HostObjectId, IdMap, MemoryId, ReductionId, TaskId,
+    AllocationId, BufferId, CollectiveGroupId, HostObjectId, IdMap, MemoryId, NodeId, ReductionId,
+    TaskId,
 };
-use config::{Config, ErrorPolicy, Lookahead};
+use crate::user_objects::{HostObjectInstance, Promise, Reducer, UserMemory};
+use config::{Config, Lookahead};
 pub use devices::BackendKind;
 
 /// What `celerity_runtime_get_info` reports.
@@ -229,71 +230,23 @@ impl Runtime {
             buffer_names: Mutex::new(IdMap::default()),
         });
         let tracing_on = config.trace_file.is_some();
-        let mut observability_comm = None;
-        let mut started = started;
-        let executor = match selection.execution {
-            devices::Execution::Live {
-                backend,
-                mut communicator,
-            } => {
-                let gather_traces = tracing_on && selection.num_nodes > 1;
-                if config.print_graphs || gather_traces {
-                    // Collective: every node runs with the same `print_graphs` and `trace_file`.
-                    let mut comm = communicator.collective_clone()?;
-                    if gather_traces {
-                        // The clock offset at init: every node's trace counts from the moment
-                        // all nodes left this barrier.
-                        comm.collective_barrier()?;
-                        started = Instant::now();
-                    }
-                    observability_comm = Some(comm);
-                }
-                let executor_config = ExecutorConfig {
-                    stall_timeout: config.stall_timeout,
-                    trace_epoch: tracing_on.then_some(started),
-                    accessor_boundary_check: config.accessor_boundary_check,
-                };
-                ExecutorHandle::start(backend, communicator, shared.clone(), executor_config)?
-            }
-            devices::Execution::DryRun => ExecutorHandle::start_dry_run(shared.clone())?,
-        };
-        let mut cdag = CommandGraphGenerator::new(
-            selection.num_nodes,
-            selection.node,
-            // Uninitialised reads are reported once, by the task manager (it sees them first and
-            // the command and instruction levels would only repeat them).
-            CommandPolicies {
-                uninitialized_read: ErrorPolicy::Ignore,
-                overlapping_write: config.overlapping_write,
-            },
+        let StartedExecutor {
+            executor,
+            observability_comm,
+            started,
+        } = start_executor(
+            selection.execution,
+            &config,
+            shared.clone(),
+            (started, selection.num_nodes),
         )?;
-        if config.print_graphs {
-            cdag.enable_recording();
-        }
-        let policies = Policies {
-            uninitialized_read: ErrorPolicy::Ignore,
-            overlapping_write: config.overlapping_write,
-            ..Policies::default()
-        };
-        let idag = InstructionGraphGenerator::new(
-            selection.system.clone(),
-            selection.node,
-            selection.num_nodes,
-            policies,
-            config.print_graphs.then(InstructionRecorder::new),
-        );
-        let sink = ExecutorSink {
-            executor: executor.sender(),
-            executor_thread: executor.thread_handle(),
-            shared: shared.clone(),
-        };
-        let scheduler_trace = tracing_on.then(|| TraceLog::new(selection.node, started));
-        let scheduler = SchedulerHandle::start(
-            cdag,
-            idag,
-            config.lookahead,
-            Box::new(sink),
-            scheduler_trace,
+        let scheduler = start_scheduler(
+            &config,
+            &selection.system,
+            (selection.node, selection.num_nodes),
+            &executor,
+            shared.clone(),
+            tracing_on.then_some(started),
         )?;
         *shared.scheduler.lock() = Some(scheduler.sender());
         let task_manager = TaskManager::new(
@@ -405,7 +358,7 @@ impl Runtime {
             let allocation = self.user_allocation();
             self.executor.send(ExecutorMessage::TrackUserAllocation(
                 allocation,
-                UserMemory::Owned(bytes.to_vec()),
+                UserMemory::Owned(crate::backend::parallel_copy::to_vec(bytes)),
             ));
             allocation
         });
@@ -514,8 +467,7 @@ impl Runtime {
     /// Registers a reduction operator and returns its id for `CommandGroup::reduction`.
     pub fn register_reduction(&mut self, reducer: Arc<dyn Reducer>) -> Result<ReductionId> {
         self.check_usable()?;
-        let id = ReductionId(self.next_reduction);
-        self.next_reduction += 1;
+        let id = self.reserve_reduction_id();
         self.executor
             .send(ExecutorMessage::TrackReducer(id, reducer));
         Ok(id)
@@ -525,13 +477,39 @@ impl Runtime {
     pub fn submit(
         &mut self,
         spec: TaskSpec,
+        cg: CommandGroup,
+        launcher: Launcher,
+    ) -> Result<TaskId> {
+        self.submit_with_reducers(spec, cg, launcher, Vec::new())
+    }
+
+    /// Reserves the id of a reduction whose operator is handed over with its submission
+    /// ([`submit_with_reducers`](Self::submit_with_reducers)).
+    pub fn reserve_reduction_id(&mut self) -> ReductionId {
+        let id = ReductionId(self.next_reduction);
+        self.next_reduction += 1;
+        id
+    }
+
+    /// [`submit`](Self::submit) for a command group whose reductions use the reserved ids of
+    /// `reducers`: the operators are registered with the executor only once the task manager
+    /// accepted the task, so a refused submission leaves nothing behind.
+    pub fn submit_with_reducers(
+        &mut self,
+        spec: TaskSpec,
         mut cg: CommandGroup,
         launcher: Launcher,
+        reducers: Vec<(ReductionId, Arc<dyn Reducer>)>,
     ) -> Result<TaskId> {
         self.check_usable()?;
         self.prune();
-        cg.payload = Some(Arc::new(KernelPayload { launcher }));
-        self.task_manager.submit(spec, cg)
+        cg.payload = Some(TaskPayload::Launcher(launcher));
+        let executor = &self.executor;
+        self.task_manager.submit_then(spec, cg, |_| {
+            for (id, reducer) in reducers {
+                executor.send(ExecutorMessage::TrackReducer(id, reducer));
+            }
+        })
     }
 
     /// Fences `region` (None: all) of buffer `bid`: once the returned promise is fulfilled,
@@ -554,12 +532,11 @@ impl Runtime {
             user_allocation,
             UserMemory::Borrowed(dest as usize),
         ));
-        let payload = BufferFencePayload {
+        let payload = TaskPayload::BufferFence {
             user_allocation,
-            promise: Some(Arc::new(promise.clone())),
+            promise: Some(promise.clone()),
         };
-        self.task_manager
-            .fence_buffer(bid, region, Some(Arc::new(payload)))?;
+        self.task_manager.fence_buffer(bid, region, Some(payload))?;
         Ok(promise)
     }
 
@@ -568,14 +545,14 @@ impl Runtime {
         self.check_usable()?;
         let promise = Promise::new();
         self.task_manager
-            .fence_host_object(id, Some(Arc::new(promise.clone())))?;
+            .fence_host_object(id, Some(TaskPayload::Promise(promise.clone())))?;
         Ok(promise)
     }
 
     fn epoch(&mut self, action: EpochAction) -> Result<()> {
         let promise = Promise::new();
         self.task_manager
-            .epoch(action, Some(Arc::new(promise.clone())))?;
+            .epoch(action, Some(TaskPayload::Promise(promise.clone())))?;
         promise.wait(Duration::from_secs(10), |waited| {
             tracing::warn!(
                 "{} is still waiting for the other threads and nodes after {}s",
@@ -780,7 +757,109 @@ impl Drop for Runtime {
     }
 }
 
-#[cfg(test)]
-mod observability_tests;
+/// Starts the live or dry-run executor thread; with `print_graphs`, or a trace of several
+/// nodes, also clones the communicator that gathers graphs and traces at shutdown (collective:
+/// every node has the same settings). Returns the trace's time origin: `started`, or with a
+/// trace of several nodes the moment all of them left a barrier.
+fn start_executor(
+    execution: devices::Execution,
+    config: &Config,
+    shared: Arc<Shared>,
+    (started, num_nodes): (Instant, usize),
+) -> Result<StartedExecutor> {
+    let tracing_on = config.trace_file.is_some();
+    let mut observability_comm = None;
+    let mut started = started;
+    let executor = match execution {
+        devices::Execution::Live {
+            backend,
+            mut communicator,
+        } => {
+            let gather_traces = tracing_on && num_nodes > 1;
+            if config.print_graphs || gather_traces {
+                // Collective: every node runs with the same `print_graphs` and `trace_file`.
+                let mut comm = communicator.collective_clone()?;
+                if gather_traces {
+                    // The clock offset at init: every node's trace counts from the moment all
+                    // nodes left this barrier.
+                    comm.collective_barrier()?;
+                    started = Instant::now();
+                }
+                observability_comm = Some(comm);
+            }
+            let executor_config = ExecutorConfig {
+                stall_timeout: config.stall_timeout,
+                trace_epoch: tracing_on.then_some(started),
+                accessor_boundary_check: config.accessor_boundary_check,
+            };
+            ExecutorHandle::start(backend, communicator, shared, executor_config)?
+        }
+        devices::Execution::DryRun => ExecutorHandle::start_dry_run(shared)?,
+    };
+    Ok(StartedExecutor {
+        executor,
+        observability_comm,
+        started,
+    })
+}
+
+/// What `start_executor` hands back.
+struct StartedExecutor {
+    executor: ExecutorHandle,
+    observability_comm: Option<Box<dyn Communicator>>,
+    /// The trace's time origin.
+    started: Instant,
+}
+
+/// Builds this node's command and instruction graph generators and starts the scheduler
+/// thread, which hands its batches to `executor`.
+fn start_scheduler(
+    config: &Config,
+    system: &SystemInfo,
+    (node, num_nodes): (NodeId, usize),
+    executor: &ExecutorHandle,
+    shared: Arc<Shared>,
+    trace_epoch: Option<Instant>,
+) -> Result<SchedulerHandle> {
+    let mut cdag = CommandGraphGenerator::new(
+        num_nodes,
+        node,
+        // Uninitialised reads are reported once, by the task manager (it sees them first and the
+        // command and instruction levels would only repeat them).
+        CommandPolicies {
+            uninitialized_read: ErrorPolicy::Ignore,
+            overlapping_write: config.overlapping_write,
+        },
+    )?;
+    if config.print_graphs {
+        cdag.enable_recording();
+    }
+    let policies = Policies {
+        uninitialized_read: ErrorPolicy::Ignore,
+        overlapping_write: config.overlapping_write,
+        ..Policies::default()
+    };
+    let idag = InstructionGraphGenerator::new(
+        system.clone(),
+        node,
+        num_nodes,
+        policies,
+        config.print_graphs.then(InstructionRecorder::new),
+    );
+    let sink = ExecutorSink {
+        executor: executor.sender(),
+        executor_thread: executor.thread_handle(),
+        shared,
+    };
+    let scheduler_trace = trace_epoch.map(|started| TraceLog::new(node, started));
+    SchedulerHandle::start(
+        cdag,
+        idag,
+        config.lookahead,
+        Box::new(sink),
+        scheduler_trace,
+    )
+}
+
 #[cfg(test)]
 mod tests;

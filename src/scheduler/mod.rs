@@ -1,5 +1,5 @@
 //! The scheduler thread: turns tasks into this node's commands and instructions and hands
-//! instruction batches to the executor (digest 1.2, 1.3).
+//! instruction batches to the executor (C++ Celerity: `scheduler.cc`).
 //!
 //! Protocol: the application thread sends [`SchedulerEvent`]s in program order. Buffer and
 //! host-object *creation* reach both generators at once, out of order with the lookahead queue,
@@ -28,11 +28,11 @@ use crate::command::{CommandGraphGenerator, CommandKind, CommandRef};
 use crate::debug::json_string;
 use crate::debug::trace::{SCHEDULER_TRACK, TraceLog};
 use crate::error::{Error, ErrorKind, Result};
-use crate::executor::payload::promise_of;
 use crate::grid::Range;
 use crate::instruction::{Batch, InstructionGraphGenerator, SchedulingHint};
-use crate::runtime::config::Lookahead;
+use crate::policy::Lookahead;
 use crate::task::{EpochAction, Task};
+use crate::thread_guard::panic_message;
 use crate::types::{AllocationId, BufferId, HostObjectId, TaskId};
 
 /// Events from the application thread, in program order.
@@ -195,11 +195,7 @@ impl Scheduler {
                     self.fail_task(&task, &broken);
                 }
             } else if let Err(payload) = catch_unwind(AssertUnwindSafe(|| self.handle(event))) {
-                let message = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
+                let message = panic_message(payload.as_ref());
                 let error = Error::internal(format!(
                     "the scheduler failed (a bug in celerity, please report it): {message}"
                 ));
@@ -223,7 +219,7 @@ impl Scheduler {
     /// Fails whatever waits for `task` (its fence or epoch promise); a shutdown epoch also stops
     /// the executor, since no shutdown instruction will reach it.
     fn fail_task(&mut self, task: &Arc<Task>, error: &Error) {
-        if let Some(promise) = promise_of(task) {
+        if let Some(promise) = task.promise() {
             promise.fulfill(Err(error.clone()));
         }
         if task.epoch_action() == Some(EpochAction::Shutdown) {
@@ -276,6 +272,8 @@ impl Scheduler {
     }
 
     fn task(&mut self, task: &Arc<Task>) {
+        #[cfg(test)]
+        crate::thread_guard::inject_panic("scheduler", task.name());
         let start = self.trace.as_ref().map(TraceLog::now_us);
         let built = self.cdag.build_task(task);
         if let (Some(trace), Some(start)) = (&mut self.trace, start) {

@@ -4,8 +4,9 @@
 use smallvec::SmallVec;
 
 use super::access::AccessMode;
-use super::range_mapper::RangeMapper;
+use super::range_mapper::{BufferLabel, RangeMapper};
 use super::task::{Hints, TaskPayload};
+use crate::error::{Error, Result};
 use crate::grid::{Id, Range};
 use crate::types::{BufferId, CollectiveGroupId, HostObjectId, ReductionId};
 
@@ -129,6 +130,58 @@ impl CommandGroup {
         self.payload = Some(payload);
         self
     }
+}
+
+/// The command-group rules that do not need the task's iteration space, in one wording for the
+/// task manager (at submission) and the C ABI (at the `celerity_cg_*` call that breaks them).
+impl CommandGroup {
+    /// Refuses an oversubscription factor of 0.
+    pub fn check_oversubscribe(factor: u32) -> Result<()> {
+        if factor == 0 {
+            return Err(Error::invalid_argument(
+                "hint_oversubscribe: argument `factor` is 0; an oversubscription factor 0 is refused (it must be at least 1)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Refuses an access of `buffer` when a reduction of the same group targets it.
+    pub fn check_access(buffer: BufferLabel<'_>, reduced: bool) -> Result<()> {
+        if reduced {
+            return Err(both_accessed_and_reduced(buffer));
+        }
+        Ok(())
+    }
+
+    /// Refuses a reduction into `buffer` (of `elements` elements) when it has more than one
+    /// element, when the group already reduces into it, or when the group accesses it.
+    pub fn check_reduction(
+        buffer: BufferLabel<'_>,
+        elements: usize,
+        already_reduced: bool,
+        accessed: bool,
+    ) -> Result<()> {
+        if elements != 1 {
+            return Err(Error::invalid_argument(format!(
+                "reduction: buffer {buffer} has {elements} elements; a reduction needs a buffer of one element"
+            )));
+        }
+        if already_reduced {
+            return Err(Error::invalid_argument(format!(
+                "reduction: two reductions on buffer {buffer} in one command group"
+            )));
+        }
+        if accessed {
+            return Err(both_accessed_and_reduced(buffer));
+        }
+        Ok(())
+    }
+}
+
+fn both_accessed_and_reduced(buffer: BufferLabel<'_>) -> Error {
+    Error::invalid_argument(format!(
+        "reduction: buffer {buffer} is both accessed and reduced in one command group"
+    ))
 }
 
 /// The host task kinds of the C ABI (`celerity_host_task_kind`).

@@ -1,6 +1,8 @@
 //! [`TaskManager`]: turns submissions into tasks with their dependencies, inserts horizons and
 //! epochs, and prunes what the executor has finished.
 
+mod validation;
+
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -11,12 +13,12 @@ use super::graph::TaskGraph;
 use super::range_mapper::{BufferLabel, RangeMapper, fmt_box_dims};
 use super::recorder::{TaskRecord, TaskRecorder};
 use super::task::{
-    Dependencies, Dependency, DependencyKind, DependencyOrigin, EpochAction, ReductionInfo, Task,
-    TaskGeometry, TaskPayload, TaskType,
+    Dependencies, Dependency, DependencyKind, DependencyOrigin, EpochAction, Task, TaskGeometry,
+    TaskPayload, TaskType,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::grid::{GridBox, Id, Range, Region, RegionBuilder, RegionMap, Subrange};
-use crate::runtime::config::ErrorPolicy;
+use crate::grid::{GridBox, Range, Region, RegionBuilder, RegionMap, Subrange};
+use crate::policy::ErrorPolicy;
 use crate::types::{BufferId, CollectiveGroupId, HostObjectId, IdMap, TaskId};
 
 /// Settings of the task manager.
@@ -328,10 +330,23 @@ impl TaskManager {
     /// (see API.md's bad-input list); `AccessPattern` for an uninitialised read under policy
     /// `Error`; `InvalidState` after shutdown.
     pub fn submit(&mut self, spec: TaskSpec, cg: CommandGroup) -> Result<TaskId> {
+        self.submit_then(spec, cg, |_| {})
+    }
+
+    /// [`submit`](Self::submit), calling `validated` once every check has passed and before the
+    /// task is announced to the delegate: the runtime registers what the task's instructions
+    /// will need (reduction operators) there, so that a refused submission registers nothing.
+    pub fn submit_then(
+        &mut self,
+        spec: TaskSpec,
+        cg: CommandGroup,
+        validated: impl FnOnce(&Task),
+    ) -> Result<TaskId> {
         self.check_running("submit")?;
         let tid = TaskId(self.next_tid);
         let task = self.build_command_group_task(tid, spec, cg)?;
         let deps = self.compute_dependencies(&task)?;
+        validated(&task);
         self.register(task, deps);
         self.num_user_command_groups += 1;
         if self.need_new_horizon() {
@@ -447,160 +462,6 @@ impl TaskManager {
         Ok(())
     }
 
-    /// Validates a command group and turns it into a task without dependencies.
-    fn build_command_group_task(
-        &self,
-        tid: TaskId,
-        spec: TaskSpec,
-        cg: CommandGroup,
-    ) -> Result<Arc<Task>> {
-        let (ty, mut geometry, collective_group) = match spec {
-            TaskSpec::DeviceKernel {
-                dims,
-                range,
-                offset,
-            } => (
-                TaskType::DeviceCompute,
-                checked_geometry(dims, range, offset)?,
-                CollectiveGroupId::NONE,
-            ),
-            TaskSpec::HostDistributed {
-                dims,
-                range,
-                offset,
-            } => (
-                TaskType::HostCompute,
-                checked_geometry(dims, range, offset)?,
-                CollectiveGroupId::NONE,
-            ),
-            TaskSpec::HostOnce => (
-                TaskType::HostCompute,
-                TaskGeometry::default(),
-                CollectiveGroupId::NONE,
-            ),
-            TaskSpec::MasterNode => (
-                TaskType::MasterNode,
-                TaskGeometry::default(),
-                CollectiveGroupId::NONE,
-            ),
-            TaskSpec::Collective(group) => {
-                if group == CollectiveGroupId::NONE {
-                    return Err(Error::invalid_argument(
-                        "collective host task: collective group CG0 means \"not collective\"",
-                    ));
-                }
-                let nodes = Range::new(self.config.num_collective_nodes, 1, 1);
-                (
-                    TaskType::Collective,
-                    TaskGeometry::new(1, nodes, Id::ZERO),
-                    group,
-                )
-            }
-        };
-        let variable_split = matches!(ty, TaskType::DeviceCompute | TaskType::HostCompute);
-
-        if let Some(g) = cg.granularity {
-            let divides = (0..3).all(|d| g[d] > 0 && geometry.global_size[d] % g[d] == 0);
-            if !variable_split && g != Range::ONE {
-                return Err(Error::invalid_argument(format!(
-                    "constrain_split: granularity {g:?} applies only to kernels and distributed host tasks"
-                )));
-            }
-            if !divides {
-                return Err(Error::invalid_argument(format!(
-                    "constrain_split: granularity {g:?} does not divide the range {:?}",
-                    geometry.global_size
-                )));
-            }
-            geometry.granularity = g;
-        }
-        if cg.hints.oversubscribe == 0 {
-            return Err(Error::invalid_argument(
-                "hint_oversubscribe: factor 0 (must be at least 1)",
-            ));
-        }
-
-        let mut side_effects: SmallVec<[HostObjectId; 2]> = SmallVec::new();
-        for &hoid in &cg.side_effects {
-            if ty == TaskType::DeviceCompute {
-                return Err(Error::invalid_argument(format!(
-                    "side_effect: {hoid} in a device kernel (side effects need a host task)"
-                )));
-            }
-            self.check_host_object("side_effect", hoid)?;
-            if !side_effects.contains(&hoid) {
-                side_effects.push(hoid);
-            }
-        }
-
-        let mut accesses: SmallVec<[BufferAccess; 2]> = SmallVec::with_capacity(cg.accesses.len());
-        for (bid, mode, mapper) in cg.accesses {
-            let buffer = self.buffer("access", bid)?;
-            mapper.validate(
-                geometry.dims,
-                self.buffer_label(bid),
-                buffer.dims,
-                buffer.range,
-            )?;
-            accesses.push(BufferAccess {
-                bid,
-                mode,
-                mapper,
-                buffer_dims: buffer.dims,
-                buffer_range: buffer.range,
-            });
-        }
-
-        let mut reductions: SmallVec<[ReductionInfo; 1]> = SmallVec::new();
-        for red in &cg.reductions {
-            if !variable_split {
-                return Err(Error::invalid_argument(format!(
-                    "reduction: a {} cannot reduce (only kernels and distributed host tasks can)",
-                    ty.description()
-                )));
-            }
-            let buffer = self.buffer("reduction", red.bid)?;
-            let label = self.buffer_label(red.bid);
-            if buffer.range.size() != 1 {
-                return Err(Error::invalid_argument(format!(
-                    "reduction: buffer {label} has {} elements; a reduction needs a buffer of one element",
-                    buffer.range.size()
-                )));
-            }
-            if reductions.iter().any(|r| r.bid == red.bid) {
-                return Err(Error::invalid_argument(format!(
-                    "reduction: two reductions on buffer {label} in one command group"
-                )));
-            }
-            if accesses.iter().any(|a| a.bid == red.bid) {
-                return Err(Error::invalid_argument(format!(
-                    "reduction: buffer {label} is both accessed and reduced in one command group"
-                )));
-            }
-            reductions.push(ReductionInfo {
-                rid: red.rid,
-                bid: red.bid,
-                init_from_buffer: !red.initialize_to_identity,
-            });
-        }
-
-        Ok(Arc::new(Task {
-            id: tid,
-            ty,
-            epoch_action: None,
-            collective_group,
-            geometry,
-            access_map: BufferAccessMap::new(tid, accesses, geometry),
-            side_effects,
-            reductions,
-            hints: cg.hints,
-            name: cg.name.map(String::into_boxed_str),
-            payload: cg.payload,
-            dependencies: Dependencies::new(),
-            critical_path_length: 0,
-        }))
-    }
-
     /// Computes the dependencies of a new task (data flow, side effects, collective groups,
     /// epoch anchoring) and updates the tracking state. All checks that can fail run before the
     /// first change.
@@ -629,8 +490,32 @@ impl TaskManager {
             buffers.push((red.bid, consumed, &scalar));
         }
 
-        // 1. true dependencies on the last writers of what is consumed (no changes yet)
-        for (bid, consumed, _) in &buffers {
+        self.add_true_dependencies(task, &buffers, &mut deps)?;
+        self.add_anti_dependencies(tid, &buffers, &mut deps);
+        self.add_serialization_dependencies(task, &mut deps);
+
+        // 5. anchor on the current epoch
+        if !deps.has_true_dependency() {
+            deps.add(
+                &self.graph,
+                self.epoch_for_new_tasks,
+                DependencyKind::True,
+                DependencyOrigin::LastEpoch,
+            );
+        }
+        Ok(deps)
+    }
+
+    /// Step 1: true dependencies on the last writers of what is consumed (no changes yet, so a
+    /// refused uninitialised read leaves the state as it was).
+    #[inline]
+    fn add_true_dependencies(
+        &self,
+        task: &Task,
+        buffers: &[(BufferId, &Region, &Region)],
+        deps: &mut DepsBuilder,
+    ) -> Result<()> {
+        for (bid, consumed, _) in buffers {
             if consumed.is_empty() {
                 continue;
             }
@@ -654,9 +539,19 @@ impl TaskManager {
                 tracing::warn!("{message}");
             }
         }
+        Ok(())
+    }
 
-        // 2. anti-dependencies on the readers of what is overwritten; new last writers
-        for (bid, _, produced) in &buffers {
+    /// Step 2: anti-dependencies on the readers of what is overwritten (or on the previous
+    /// writer when nobody read in between); the task becomes the last writer.
+    #[inline]
+    fn add_anti_dependencies(
+        &mut self,
+        tid: TaskId,
+        buffers: &[(BufferId, &Region, &Region)],
+        deps: &mut DepsBuilder,
+    ) {
+        for (bid, _, produced) in buffers {
             if produced.is_empty() {
                 continue;
             }
@@ -670,45 +565,16 @@ impl TaskManager {
                 });
             let produced_bounds = produced.bounding_box();
             for w in writers {
-                let mut has_anti_dependents = false;
-                for &dependent in self.graph.dependents(w) {
-                    let reader = self.graph.get(dependent).expect("live dependent");
-                    // bounding boxes first: most dependents read elsewhere or not at all
-                    let reader_map = reader.access_map();
-                    if !reader_map
-                        .task_consumed_bounds(*bid)
-                        .intersects(&produced_bounds)
-                    {
-                        continue;
-                    }
-                    if reader
-                        .access_map()
-                        .task_consumed_region(*bid)
-                        .intersects(produced)
-                    {
-                        deps.add(
-                            &self.graph,
-                            dependent,
-                            DependencyKind::Anti,
-                            DependencyOrigin::Dataflow,
-                        );
-                        has_anti_dependents = true;
-                    }
-                }
-                if !has_anti_dependents {
-                    // no reader in between: order the writes (a no-op if there is a true edge)
-                    deps.add(
-                        &self.graph,
-                        w,
-                        DependencyKind::Anti,
-                        DependencyOrigin::Dataflow,
-                    );
-                }
+                add_anti_dependencies_after(&self.graph, w, *bid, produced, &produced_bounds, deps);
             }
             buffer.last_writers.update_region(produced, Some(tid));
         }
+    }
 
-        // 3. side effects: serialise per host object
+    /// Steps 3 and 4: serialise per host object and per collective group.
+    #[inline]
+    fn add_serialization_dependencies(&mut self, task: &Task, deps: &mut DepsBuilder) {
+        let tid = task.id;
         for hoid in &task.side_effects {
             let last = self
                 .host_objects
@@ -723,29 +589,16 @@ impl TaskManager {
                 );
             }
         }
-
-        // 4. collective groups: serialise per group
-        if task.collective_group != CollectiveGroupId::NONE {
-            if let Some(prev) = self.last_collective.insert(task.collective_group, tid) {
-                deps.add(
-                    &self.graph,
-                    prev,
-                    DependencyKind::True,
-                    DependencyOrigin::CollectiveGroupSerialization,
-                );
-            }
-        }
-
-        // 5. anchor on the current epoch
-        if !deps.has_true_dependency() {
+        if task.collective_group != CollectiveGroupId::NONE
+            && let Some(prev) = self.last_collective.insert(task.collective_group, tid)
+        {
             deps.add(
                 &self.graph,
-                self.epoch_for_new_tasks,
+                prev,
                 DependencyKind::True,
-                DependencyOrigin::LastEpoch,
+                DependencyOrigin::CollectiveGroupSerialization,
             );
         }
-        Ok(deps)
     }
 
     fn uninitialized_read_message(&self, task: &Task, bid: BufferId, region: Region) -> String {
@@ -858,16 +711,40 @@ impl TaskManager {
 }
 
 /// Checks a submitted iteration space.
-fn checked_geometry(dims: usize, range: Range, offset: Id) -> Result<TaskGeometry> {
-    if dims > 3 {
-        return Err(Error::invalid_argument(format!(
-            "dims {dims} is more than 3"
-        )));
+/// Anti-dependencies of a task overwriting `produced` of `bid` on the readers of writer `w`'s
+/// data there, or on `w` itself when nobody read it in between (which orders the writes; a
+/// no-op if there is a true edge).
+#[inline]
+fn add_anti_dependencies_after(
+    graph: &TaskGraph,
+    w: TaskId,
+    bid: BufferId,
+    produced: &Region,
+    produced_bounds: &GridBox,
+    deps: &mut DepsBuilder,
+) {
+    let mut has_anti_dependents = false;
+    for &dependent in graph.dependents(w) {
+        let reader = graph.get(dependent).expect("live dependent");
+        // bounding boxes first: most dependents read elsewhere or not at all
+        let reader_map = reader.access_map();
+        if !reader_map
+            .task_consumed_bounds(bid)
+            .intersects(produced_bounds)
+        {
+            continue;
+        }
+        if reader_map.task_consumed_region(bid).intersects(produced) {
+            deps.add(
+                graph,
+                dependent,
+                DependencyKind::Anti,
+                DependencyOrigin::Dataflow,
+            );
+            has_anti_dependents = true;
+        }
     }
-    if range.is_empty() {
-        return Err(Error::invalid_argument(format!(
-            "range {range:?} is empty: kernels and distributed host tasks need at least one item"
-        )));
+    if !has_anti_dependents {
+        deps.add(graph, w, DependencyKind::Anti, DependencyOrigin::Dataflow);
     }
-    Ok(TaskGeometry::new(dims, range, offset))
 }

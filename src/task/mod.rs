@@ -38,7 +38,7 @@ mod graph;
 mod manager;
 mod range_mapper;
 mod recorder;
-#[allow(clippy::module_inception)]
+#[expect(clippy::module_inception)]
 mod task;
 
 #[cfg(test)]

@@ -319,5 +319,5 @@ impl RangeMapper {
 }
 
 #[cfg(test)]
-#[path = "range_mapper_tests.rs"]
+#[path = "tests/range_mapper.rs"]
 mod tests;

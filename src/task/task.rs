@@ -1,15 +1,16 @@
 //! [`Task`]: one immutable node of the task graph, with its kind, geometry, accesses, side
 //! effects, reductions, hints and (backward) dependencies.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 
 use super::access::BufferAccessMap;
+use crate::backend::interface::Launcher;
 use crate::grid::{GridBox, Id, Range};
-use crate::types::{BufferId, CollectiveGroupId, HostObjectId, ReductionId, TaskId};
+use crate::types::{AllocationId, BufferId, CollectiveGroupId, HostObjectId, ReductionId, TaskId};
+use crate::user_objects::Promise;
 
 /// What a task is (Celerity's `task_type`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -179,9 +180,37 @@ pub struct Dependency {
 /// The dependency list of a task (inline for the common small case).
 pub type Dependencies = SmallVec<[Dependency; 4]>;
 
-/// What the runtime attaches to a task for execution (kernel launcher, fence destination, ...).
-/// The task layer never looks inside.
-pub type TaskPayload = Arc<dyn Any + Send + Sync>;
+/// What the runtime attaches to a task for execution (C++ Celerity's `command_group_launcher`
+/// and fence promises on `task`). The task graph never looks inside; the instruction graph
+/// generator reads a buffer fence's user allocation and the executor runs the launcher or
+/// fulfils the promise.
+#[derive(Clone)]
+pub enum TaskPayload {
+    /// Kernel and host tasks: what runs each chunk.
+    Launcher(Launcher),
+    /// Epochs and host-object fences: the promise the application thread waits on.
+    Promise(Arc<Promise>),
+    /// Buffer fences: the user allocation (memory 0) the fenced data is copied to, registered
+    /// with the executor beforehand, and the promise fulfilled once it holds the data.
+    BufferFence {
+        /// Destination of the snapshot.
+        user_allocation: AllocationId,
+        /// Fulfilled once the snapshot is complete (`None` when nobody waits).
+        promise: Option<Arc<Promise>>,
+    },
+}
+
+impl fmt::Debug for TaskPayload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TaskPayload::Launcher(_) => f.write_str("Launcher"),
+            TaskPayload::Promise(_) => f.write_str("Promise"),
+            TaskPayload::BufferFence {
+                user_allocation, ..
+            } => write!(f, "BufferFence({user_allocation})"),
+        }
+    }
+}
 
 /// One node of the task graph. Immutable once created; shared as `Arc<Task>` with the command
 /// graph generator and the recorder.
@@ -315,6 +344,33 @@ impl Task {
     #[inline]
     pub fn payload(&self) -> Option<&TaskPayload> {
         self.payload.as_ref()
+    }
+
+    /// The promise a fence or epoch carries, if any.
+    pub fn promise(&self) -> Option<&Arc<Promise>> {
+        match self.payload.as_ref()? {
+            TaskPayload::Promise(promise) => Some(promise),
+            TaskPayload::BufferFence { promise, .. } => promise.as_ref(),
+            TaskPayload::Launcher(_) => None,
+        }
+    }
+
+    /// The launcher a kernel or host task carries.
+    pub fn launcher(&self) -> Option<&Launcher> {
+        match self.payload.as_ref()? {
+            TaskPayload::Launcher(launcher) => Some(launcher),
+            _ => None,
+        }
+    }
+
+    /// The user allocation a buffer fence copies its data to.
+    pub fn fence_user_allocation(&self) -> Option<AllocationId> {
+        match self.payload.as_ref()? {
+            TaskPayload::BufferFence {
+                user_allocation, ..
+            } => Some(*user_allocation),
+            _ => None,
+        }
     }
 
     /// True for tasks whose iteration space is split freely (device and distributed host tasks).

@@ -54,6 +54,7 @@ fn invocation(device: DeviceId, base: *mut u8, elements: usize) -> KernelInvocat
             base: SendPtr(base),
             allocated_box: whole,
             accessed_box: whole,
+            elem_size: 4,
             bounds: SendPtr(std::ptr::null_mut()),
         }],
         reductions: Vec::new(),
@@ -271,4 +272,111 @@ fn an_nvcc_kernel_runs_on_the_backend_stream() {
         "kernel results wrong"
     );
     println!("an_nvcc_kernel_runs_on_the_backend_stream: {n} elements scaled on the GPU");
+}
+
+/// A whole 1-D allocation of `elements` u32 as a strided box.
+fn linear(elements: usize) -> StridedBox {
+    StridedBox {
+        allocation_range: [elements, 1, 1],
+        offset: [0; 3],
+        range: [elements, 1, 1],
+    }
+}
+
+/// Uploads `source` from pageable memory, downloads it into pageable memory, and compares.
+fn pageable_round_trip(backend: &mut CudaBackend, elements: usize, lane: CopyLane) {
+    let source: Vec<u32> = (0..elements as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let mut back = vec![0u32; elements];
+    let device = allocate(backend, MemoryId::FIRST_DEVICE, elements * 4);
+    // SAFETY: both ends hold `elements` u32 and outlive the awaited events.
+    let up = unsafe {
+        backend.enqueue_copy(
+            lane,
+            source.as_ptr().cast(),
+            linear(elements),
+            device,
+            linear(elements),
+            4,
+        )
+    };
+    wait(backend, &up).unwrap();
+    // SAFETY: as above.
+    let down = unsafe {
+        backend.enqueue_copy(
+            lane,
+            device,
+            linear(elements),
+            back.as_mut_ptr().cast(),
+            linear(elements),
+            4,
+        )
+    };
+    wait(backend, &down).unwrap();
+    assert!(
+        back == source,
+        "{elements} elements differ after the round trip"
+    );
+    // SAFETY: no pending operation uses the allocation.
+    let free = unsafe { backend.enqueue_free(MemoryId::FIRST_DEVICE, device) };
+    wait(backend, &free).unwrap();
+}
+
+#[test]
+fn pageable_user_memory_round_trips_through_pinned_staging() {
+    let Some(mut backend) =
+        backend_or_skip("pageable_user_memory_round_trips_through_pinned_staging")
+    else {
+        return;
+    };
+    assert!(
+        backend
+            .system_info()
+            .can_copy(MemoryId::USER, MemoryId::FIRST_DEVICE)
+    );
+    let lane = CopyLane::Device(DeviceId(0), 0);
+    // staged (several chunks, a partial last one), below the staging threshold, and tiny
+    for elements in [(staging::CHUNK_BYTES * 5 + 12_345) / 4, 1 << 18, 3] {
+        pageable_round_trip(&mut backend, elements, lane);
+    }
+    let stats = backend.pool.lock().stats();
+    assert!(stats.reuses > 0, "staging slots are reused: {stats:?}");
+}
+
+#[test]
+fn host_allocations_beyond_the_pinned_limit_are_pageable_and_still_copy() {
+    let test = "host_allocations_beyond_the_pinned_limit_are_pageable_and_still_copy";
+    let Some(_) = backend_or_skip(test) else {
+        return;
+    };
+    let mut backend = CudaBackend::with_pinned_limit(0).unwrap();
+    let host = allocate(&mut backend, MemoryId::HOST, 8 << 20);
+    assert_eq!(backend.pageable.lock().len(), 1, "no pinned memory allowed");
+    let elements = (8 << 20) / 4;
+    // SAFETY: the allocation holds 8 MiB.
+    let values = unsafe { std::slice::from_raw_parts_mut(host.cast::<u32>(), elements) };
+    for (i, v) in values.iter_mut().enumerate() {
+        *v = i as u32 ^ 0x5a5a;
+    }
+    let expected = values.to_vec();
+    let device = allocate(&mut backend, MemoryId::FIRST_DEVICE, 8 << 20);
+    let lane = CopyLane::Device(DeviceId(0), 1);
+    // SAFETY: both allocations hold `elements` u32 and stay live until the events complete.
+    let up =
+        unsafe { backend.enqueue_copy(lane, host, linear(elements), device, linear(elements), 4) };
+    wait(&mut backend, &up).unwrap();
+    values.fill(0);
+    // SAFETY: as above.
+    let down =
+        unsafe { backend.enqueue_copy(lane, device, linear(elements), host, linear(elements), 4) };
+    wait(&mut backend, &down).unwrap();
+    assert!(values == expected.as_slice());
+    assert_eq!(backend.pool.lock().stats().peak_pinned_bytes, 0);
+    for (memory, pointer) in [(MemoryId::HOST, host), (MemoryId::FIRST_DEVICE, device)] {
+        // SAFETY: nothing uses the allocations any more.
+        let free = unsafe { backend.enqueue_free(memory, pointer) };
+        wait(&mut backend, &free).unwrap();
+    }
+    assert!(backend.pageable.lock().is_empty());
 }

@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use super::*;
 use crate::error::Result;
 use crate::grid::{GridBox, Id, Range, Region, Subrange};
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::task::{
     AccessMode, Chunk, CommandGroup, EpochAction, RangeMapper, Task, TaskManager,
     TaskManagerConfig, TaskSpec,

@@ -1,4 +1,4 @@
-//! Celerity's `command_graph_reduction_tests.cc` (digest 9.3 items 14-15).
+//! Celerity's `command_graph_reduction_tests.cc`.
 
 use super::*;
 use crate::error::ErrorKind;

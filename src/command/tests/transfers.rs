@@ -1,4 +1,4 @@
-//! Celerity's `command_graph_transfer_tests.cc` (digest 9.3 items 9-13).
+//! Celerity's `command_graph_transfer_tests.cc`.
 
 use super::*;
 use RangeMapper::{All, OneToOne};

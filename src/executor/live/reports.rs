@@ -10,7 +10,7 @@ use super::{Executor, task_context};
 use crate::backend::interface::KernelInvocation;
 use crate::error::{Error, ErrorKind, Result};
 use crate::instruction::InstructionKind;
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::task::{BufferLabel, Task};
 use crate::types::{AllocationId, InstructionId};
 

@@ -1,5 +1,5 @@
-//! Allocations, coherence copies and staging (Celerity's `instruction_graph_memory_tests.cc`,
-//! digest 9.3 items 18-20).
+//! Allocations, coherence copies and staging (Celerity's
+//! `instruction_graph_memory_tests.cc`).
 
 use super::*;
 use crate::grid::{GridBox, Region};

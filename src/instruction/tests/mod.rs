@@ -19,8 +19,10 @@ use std::sync::{Arc, Mutex};
 use crate::backend::system_info::SystemInfo;
 use crate::command::{CommandGraphGenerator, CommandKind, CommandPolicies, CommandRef};
 use crate::grid::{Id, Range, Subrange};
-use crate::runtime::config::{ErrorPolicy, Lookahead};
-use crate::task::{CommandGroup, EpochAction, Task, TaskManager, TaskManagerConfig, TaskSpec};
+use crate::policy::{ErrorPolicy, Lookahead};
+use crate::task::{
+    CommandGroup, EpochAction, Task, TaskManager, TaskManagerConfig, TaskPayload, TaskSpec,
+};
 use crate::types::{AllocationId, BufferId, HostObjectId, InstructionId, MemoryId, NodeId, TaskId};
 
 use super::*;
@@ -287,10 +289,10 @@ impl Ctx {
         region: Option<Subrange>,
     ) -> (TaskId, AllocationId) {
         let user = self.alloc_user();
-        let payload = Arc::new(BufferFencePayload {
+        let payload = TaskPayload::BufferFence {
             user_allocation: user,
             promise: None,
-        });
+        };
         let tid = self.tm.fence_buffer(bid, region, Some(payload)).unwrap();
         self.pump();
         (tid, user)
@@ -435,7 +437,6 @@ pub(crate) fn mem(i: u64) -> MemoryId {
 
 impl Ctx {
     /// The recorded graph, one line per instruction (for assertion messages).
-    #[allow(dead_code)]
     pub fn dump(&self) -> String {
         let mut s = String::new();
         for r in self.all() {

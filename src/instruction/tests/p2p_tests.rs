@@ -1,4 +1,4 @@
-//! Sends, receives and pilots (Celerity's `instruction_graph_p2p_tests.cc`, digest 9.3 item 17).
+//! Sends, receives and pilots (Celerity's `instruction_graph_p2p_tests.cc`).
 
 use super::*;
 use crate::grid::Region;

@@ -1,5 +1,4 @@
-//! Local and global reductions (Celerity's `instruction_graph_reduction_tests.cc`, digest 9.3
-//! item 21).
+//! Local and global reductions (Celerity's `instruction_graph_reduction_tests.cc`).
 
 use super::*;
 use crate::task::RangeMapper;

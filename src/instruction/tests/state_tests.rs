@@ -1,4 +1,5 @@
-//! The tracking state driven directly, lookahead (digest 9.3 item 22) and bounded state.
+//! The tracking state driven directly, lookahead (Celerity's `scheduler_tests.cc`) and bounded
+//! state.
 
 use super::*;
 use crate::grid::Region;

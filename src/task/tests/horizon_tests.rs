@@ -1,5 +1,5 @@
-//! Horizons, epochs and pruning (digest 9.3 items 6 and 7): anchoring, bounded state over long
-//! runs, and the executor's reached-horizon protocol.
+//! Horizons, epochs and pruning (Celerity's `task_graph_tests.cc`, horizon and epoch cases):
+//! anchoring, bounded state over long runs, and the executor's reached-horizon protocol.
 
 use std::sync::{Arc, Mutex};
 

@@ -1,9 +1,11 @@
 //! Task graph tests: no threads, no MPI. They build graphs through the [`TaskManager`] and assert
 //! exact edges, kinds and origins through the live graph and the recorder.
 //!
-//! `celerity_cases` rewrites the cases of Celerity's `test/task_graph_tests.cc`;
-//! `horizon_tests` covers horizons, epochs and pruning (digest 9.3 items 6-7);
-//! `validation_tests` covers the bad-input list of API.md and the error policies.
+//! `celerity_cases` rewrites the cases of Celerity's `test/task_graph_tests.cc`; `horizon_tests`
+//! covers horizons, epochs and pruning (Celerity's `task_graph_tests.cc`, horizon and epoch cases);
+//! `validation_tests` covers the bad-input list of API.md and the error policies. `range_mapper.rs`
+//! in this folder is the range mapper's unit tests, included from `task/range_mapper.rs` (they
+//! reach its private items).
 
 mod celerity_cases;
 mod horizon_tests;
@@ -11,7 +13,7 @@ mod validation_tests;
 
 use super::*;
 use crate::grid::{Id, Range, Subrange};
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::types::{BufferId, CollectiveGroupId, HostObjectId, TaskId};
 
 use DependencyKind::{Anti, True};
@@ -197,7 +199,7 @@ pub(super) fn dw_all(bid: BufferId) -> CommandGroup {
 
 #[test]
 fn read_after_write_is_a_single_true_edge() {
-    // digest 9.3 item 5: a read/write task has a single true edge to its previous writer
+    // `task_graph_tests.cc`: a read/write task has a single true edge to its previous writer
     let mut ctx = Ctx::new();
     let buf = ctx.buffer(&[128], false);
     let a = ctx.master(dw_all(buf));

@@ -1,8 +1,8 @@
-//! Out-of-order engine behaviour (digest 9.3 item 23 and Celerity's engine tests).
+//! Out-of-order engine behaviour (Celerity's `out_of_order_engine_tests.cc`).
 
 use smallvec::SmallVec;
 
-use super::engine::{Assignment, EngineInstruction, OutOfOrderEngine, Target};
+use crate::executor::engine::{Assignment, EngineInstruction, OutOfOrderEngine, Target};
 use crate::types::{DeviceId, InstructionId};
 
 /// Builds instructions with consecutive ids and submits them.

@@ -1,9 +1,9 @@
-//! Receive arbiter behaviour (digest 9.3 item 24) over the in-process fabric.
+//! Receive arbiter behaviour (Celerity's `receive_arbiter_tests.cc`) over the in-process fabric.
 
-use super::receive_arbiter::ReceiveArbiter;
 use crate::backend::event::AsyncEvent;
 use crate::comm::in_process::InProcessCommunicator;
 use crate::comm::{Communicator, OutboundPilot, PilotMessage, Stride};
+use crate::executor::receive_arbiter::ReceiveArbiter;
 use crate::grid::{GridBox, Id, Range, Region, Subrange};
 use crate::types::{BufferId, MessageId, NodeId, ReductionId, TaskId, TransferId};
 

@@ -6,14 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::Runtime;
-use super::config::{Config, DeviceSelection, GraphFormat, Lookahead};
 use crate::backend::event::{AsyncEvent, EventCompleter};
 use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
 use crate::comm::in_process::InProcessCommunicator;
 use crate::comm::{Communicator, InboundPilot, OutboundPilot, Stride};
 use crate::error::Result;
 use crate::grid::{Id, Range};
+use crate::runtime::Runtime;
+use crate::runtime::config::{Config, DeviceSelection, GraphFormat, Lookahead};
 use crate::task::{CommandGroup, RangeMapper, TaskSpec};
 use crate::types::{BufferId, MessageId, NodeId};
 

@@ -1,22 +1,15 @@
-//! What the runtime attaches to tasks (their payload) and registers with the executor: kernel
-//! launchers, promises of fences and epochs, reducers, host-object instances and user memory.
+//! What the program hands to the runtime and the executor holds on its behalf: the promise a
+//! fence or epoch fulfils, a reduction's operator, a host object's instance and the memory of a
+//! user allocation. They sit on the ground floor because every stage between the application
+//! thread and the executor carries them (C++ Celerity: `fence.h`, `reduction.h`,
+//! `host_object.h`).
 
-use std::any::Any;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::backend::interface::Launcher;
-use crate::error::{Error, Result};
-use crate::instruction::BufferFencePayload;
-use crate::task::Task;
-
-/// The payload of kernel and host tasks: what runs each chunk.
-pub struct KernelPayload {
-    /// Runs one chunk.
-    pub launcher: Launcher,
-}
+use crate::error::Result;
 
 /// A one-shot promise that fences and epochs fulfil and the application thread waits on.
 #[derive(Default)]
@@ -62,29 +55,7 @@ impl Promise {
     }
 }
 
-/// The promise a fence or epoch task carries, if any.
-pub fn promise_of(task: &Task) -> Option<Arc<Promise>> {
-    let payload: &(dyn Any + Send + Sync) = task.payload()?.as_ref();
-    if let Some(promise) = payload.downcast_ref::<Arc<Promise>>() {
-        return Some(promise.clone());
-    }
-    let fence = payload.downcast_ref::<BufferFencePayload>()?;
-    fence
-        .promise
-        .as_ref()?
-        .downcast_ref::<Arc<Promise>>()
-        .cloned()
-}
-
-/// The launcher a kernel or host task carries.
-pub fn launcher_of(task: &Task) -> Result<Launcher> {
-    task.payload()
-        .and_then(|p| p.downcast_ref::<KernelPayload>())
-        .map(|p| p.launcher.clone())
-        .ok_or_else(|| Error::internal(format!("task {} carries no kernel launcher", task.id())))
-}
-
-/// Combines the partial results of one reduction (digest 5.10). Pointers are host pointers to
+/// Combines the partial results of one reduction (C++ Celerity: `reducer` in `reduction.h`). Pointers are host pointers to
 /// elements of [`Reducer::elem_size`] bytes.
 pub trait Reducer: Send + Sync {
     /// Bytes per element.

@@ -10,7 +10,7 @@ use crate::backend::system_info::SystemInfo;
 use crate::command::{CommandGraphGenerator, CommandPolicies};
 use crate::grid::Range;
 use crate::instruction::{InstructionGraphGenerator, Policies};
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::task::{
     CommandGroup, EpochAction, RangeMapper, Task, TaskManager, TaskManagerConfig, TaskSpec,
 };

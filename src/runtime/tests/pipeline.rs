@@ -4,13 +4,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::Runtime;
-use super::config::{Config, DeviceSelection, ErrorPolicy, Lookahead};
 use crate::backend::bounds::BoundsRecord;
 use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
 use crate::error::Result;
 use crate::executor::builtin_reducers::{BuiltinOp, BuiltinReducer};
 use crate::grid::{GridBox, Id, Range, Subrange};
+use crate::policy::ErrorPolicy;
+use crate::runtime::Runtime;
+use crate::runtime::config::{Config, DeviceSelection, Lookahead};
 use crate::task::{AccessMode, CommandGroup, RangeMapper, TaskSpec};
 
 fn config(devices: u32, peer_copies: bool, lookahead: Lookahead) -> Config {
@@ -591,5 +592,26 @@ fn created_collective_groups_never_share_the_default_group() {
     assert_ne!(created, default);
     assert_ne!(second, default);
     assert_ne!(created, second);
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn a_refused_submission_hands_no_reducer_to_the_executor() {
+    let mut rt = Runtime::start(config(1, true, Lookahead::Auto)).unwrap();
+    let sum = rt.create_buffer(0, Range::ONE, 8, 8, None).unwrap();
+    let reducer: Arc<dyn crate::user_objects::Reducer> =
+        Arc::new(BuiltinReducer::<f64>::new(BuiltinOp::Sum));
+    let rid = rt.reserve_reduction_id();
+    // A master-node host task cannot reduce: the task manager refuses the group.
+    let refused = rt.submit_with_reducers(
+        TaskSpec::MasterNode,
+        CommandGroup::new().reduction(rid, sum, true),
+        launcher(|_| {}),
+        vec![(rid, reducer.clone())],
+    );
+    assert!(refused.is_err());
+    // Everything sent before this wait has reached the executor: nobody else holds the reducer.
+    rt.wait().unwrap();
+    assert_eq!(Arc::strong_count(&reducer), 1);
     rt.shutdown().unwrap();
 }

@@ -1,0 +1,574 @@
+// Every GPU figure of issue 16 in one run: the runtime (devices=cuda, C ABI) beside a raw CUDA
+// baseline measured in the same process. Built and run on the GPU machine by run.sh; prints one
+// markdown table (and raw lines starting with "raw:"), exits non-zero on a wrong result.
+//
+//   gpu_bench [all|transfer-options]   (all: every figure; transfer-options: only the raw
+//                                       measurements of the ways to move user memory)
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "celerity.h"
+
+static double now() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#define CU(call)                                                                           \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
+            exit(2);                                                                       \
+        }                                                                                  \
+    } while (0)
+#define OK(call)                                                                                              \
+    do {                                                                                                      \
+        celerity_status s_ = (call);                                                                          \
+        if (s_ != CELERITY_OK) {                                                                              \
+            fprintf(stderr, "%s:%d %s: %s (%s)\n", __FILE__, __LINE__, #call, celerity_status_string(s_),     \
+                    celerity_last_error_message());                                                           \
+            exit(3);                                                                                          \
+        }                                                                                                     \
+    } while (0)
+
+static const size_t GIB = size_t(1) << 30;
+static int failures = 0;
+static double g_pinned_h2d = 0, g_pinned_d2h = 0;  // bytes per second, raw pinned cudaMemcpy
+
+struct Row {
+    std::string figure, runtime, raw, ratio, target;
+};
+static std::vector<Row> rows;
+static void row(const std::string& figure, const std::string& runtime, const std::string& raw, const std::string& ratio,
+                const std::string& target) {
+    rows.push_back({figure, runtime, raw, ratio, target});
+    printf("| %s | %s | %s | %s | %s |\n", figure.c_str(), runtime.c_str(), raw.c_str(), ratio.c_str(), target.c_str());
+    fflush(stdout);
+}
+static std::string fmt(const char* f, double v) {
+    char b[64];
+    snprintf(b, sizeof b, f, v);
+    return b;
+}
+
+// ---------------------------------------------------------------------------------------------
+// kernels
+
+__global__ void empty_kernel() {}
+
+__device__ unsigned long long global_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__global__ void spin_kernel(float* slot, unsigned ns) {
+    unsigned long long start = global_ns();
+    while (global_ns() - start < ns) {
+    }
+    if (slot) *slot += 1.0f;
+}
+__global__ void touch_kernel(const float* in, size_t n, float* out) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n && in[i] == -12345.0f) *out = 1.0f;  // reads every element, writes nothing in practice
+}
+// 5-point stencil on rows [row0, row0 + rows) of an n x n grid; boundary cells are copied.
+// `in` / `out` point at element (in_row0, 0) / (out_row0, 0) of their allocations.
+__global__ void stencil_kernel(const float* in, size_t in_row0, float* out, size_t out_row0, size_t row0, size_t rows,
+                               size_t n) {
+    size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    size_t i = row0 + blockIdx.y * (size_t)blockDim.y + threadIdx.y;
+    if (j >= n || i >= row0 + rows) return;
+    const float* c = in + (i - in_row0) * n;
+    float v = c[j];
+    if (i > 0 && i + 1 < n && j > 0 && j + 1 < n) v = 0.2f * (v + c[j - 1] + c[j + 1] + c[j - n] + c[j + n]);
+    out[(i - out_row0) * n + j] = v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// celerity kernel callbacks
+
+static int k_empty(const celerity_kernel_context* ctx, void*) {
+    empty_kernel<<<1, 1, 0, (cudaStream_t)ctx->stream>>>();
+    return (int)cudaGetLastError();
+}
+static int k_spin(const celerity_kernel_context* ctx, void* ns) {
+    float* slot = ctx->num_accessors ? (float*)ctx->accessors[0].base : nullptr;
+    spin_kernel<<<1, 1, 0, (cudaStream_t)ctx->stream>>>(slot, (unsigned)(size_t)ns);
+    return (int)cudaGetLastError();
+}
+static int k_touch(const celerity_kernel_context* ctx, void*) {
+    const celerity_accessor* a = &ctx->accessors[0];
+    size_t n = ctx->chunk.range[0];
+    touch_kernel<<<(unsigned)((n + 255) / 256), 256, 0, (cudaStream_t)ctx->stream>>>(
+        (const float*)a->base + (ctx->chunk.offset[0] - a->allocation.offset[0]), n, (float*)ctx->accessors[1].base);
+    return (int)cudaGetLastError();
+}
+static int k_stencil(const celerity_kernel_context* ctx, void*) {
+    const celerity_accessor* in = &ctx->accessors[0];
+    const celerity_accessor* out = &ctx->accessors[1];
+    size_t n = ctx->chunk.global_range[1];
+    dim3 block(32, 8), grid((unsigned)((n + 31) / 32), (unsigned)((ctx->chunk.range[0] + 7) / 8));
+    stencil_kernel<<<grid, block, 0, (cudaStream_t)ctx->stream>>>(
+        (const float*)in->base, in->allocation.offset[0], (float*)out->base, out->allocation.offset[0],
+        ctx->chunk.offset[0], ctx->chunk.range[0], n);
+    return (int)cudaGetLastError();
+}
+static int k_fail(const celerity_kernel_context* ctx, void*) {
+    // An invalid launch (block too large): the returned cudaError_t names the failure.
+    empty_kernel<<<1, 4096, 0, (cudaStream_t)ctx->stream>>>();
+    return (int)cudaGetLastError();
+}
+
+static celerity_buffer* buffer(uint32_t dims, size_t r0, size_t r1, const void* init, const char* name) {
+    size_t range[3] = {r0, r1, 1};
+    celerity_buffer* b = nullptr;
+    OK(celerity_buffer_create(dims, range, sizeof(float), 4, init, &b));
+    OK(celerity_buffer_set_name(b, name));
+    return b;
+}
+struct Access {
+    celerity_buffer* buf;
+    celerity_access_mode mode;
+    celerity_range_mapper rm;
+};
+static void submit(const char* name, uint32_t dims, size_t r0, size_t r1, std::vector<Access> accesses,
+                   celerity_kernel_fn fn, void* user = nullptr) {
+    celerity_cg* cg = nullptr;
+    OK(celerity_cg_create(&cg));
+    for (auto& a : accesses) OK(celerity_cg_access(cg, a.buf, a.mode, &a.rm));
+    OK(celerity_cg_set_name(cg, name));
+    size_t range[3] = {r0, r1, 1};
+    OK(celerity_submit_parallel_for(cg, dims, range, nullptr, fn, user, nullptr));
+}
+static void fence(celerity_buffer* b, void* dest, size_t bytes) {
+    celerity_future* f = nullptr;
+    OK(celerity_fence_buffer(b, nullptr, dest, bytes, &f));
+    OK(celerity_future_wait(f));
+    celerity_future_release(f);
+}
+
+// ---------------------------------------------------------------------------------------------
+// raw measurements of the ways to move user memory
+
+static void parallel_copy(void* dst, const void* src, size_t bytes, int threads) {
+    std::vector<std::thread> ts;
+    size_t per = (bytes / threads + 4095) & ~size_t(4095);
+    for (int t = 0; t < threads; ++t) {
+        size_t off = t * per;
+        if (off >= bytes) break;
+        size_t len = std::min(per, bytes - off);
+        ts.emplace_back([=] { memcpy((char*)dst + off, (const char*)src + off, len); });
+    }
+    for (auto& t : ts) t.join();
+}
+
+static double time_copy(cudaMemcpyKind kind, void* dst, const void* src, size_t bytes, int reps) {
+    double best = 1e9;
+    for (int r = 0; r < reps; ++r) {
+        double t0 = now();
+        CU(cudaMemcpy(dst, src, bytes, kind));
+        best = std::min(best, now() - t0);
+    }
+    return best;
+}
+
+// H2D from pageable `src` through `slots` pinned chunks, host copies by `threads` threads
+// overlapping the DMA of the previous chunk.
+static double staged_h2d(void* dev, const char* src, size_t bytes, char* pinned, size_t chunk, int slots, int threads,
+                         cudaStream_t s) {
+    std::vector<cudaEvent_t> ev(slots);
+    for (auto& e : ev) CU(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    double t0 = now();
+    for (size_t off = 0, i = 0; off < bytes; off += chunk, ++i) {
+        size_t len = std::min(chunk, bytes - off);
+        int k = i % slots;
+        if (i >= (size_t)slots) CU(cudaEventSynchronize(ev[k]));
+        parallel_copy(pinned + k * chunk, src + off, len, threads);
+        CU(cudaMemcpyAsync((char*)dev + off, pinned + k * chunk, len, cudaMemcpyHostToDevice, s));
+        CU(cudaEventRecord(ev[k], s));
+    }
+    CU(cudaStreamSynchronize(s));
+    double t = now() - t0;
+    for (auto& e : ev) CU(cudaEventDestroy(e));
+    return t;
+}
+static double staged_d2h(char* dst, const void* dev, size_t bytes, char* pinned, size_t chunk, int slots, int threads,
+                         cudaStream_t s) {
+    size_t n = (bytes + chunk - 1) / chunk;
+    std::vector<cudaEvent_t> ev(slots);
+    for (auto& e : ev) CU(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    double t0 = now();
+    auto issue = [&](size_t i) {
+        size_t off = i * chunk, len = std::min(chunk, bytes - off);
+        CU(cudaMemcpyAsync(pinned + (i % slots) * chunk, (const char*)dev + off, len, cudaMemcpyDeviceToHost, s));
+        CU(cudaEventRecord(ev[i % slots], s));
+    };
+    for (size_t i = 0; i < std::min(n, (size_t)slots); ++i) issue(i);
+    for (size_t i = 0; i < n; ++i) {
+        size_t off = i * chunk, len = std::min(chunk, bytes - off);
+        CU(cudaEventSynchronize(ev[i % slots]));
+        parallel_copy(dst + off, pinned + (i % slots) * chunk, len, threads);
+        if (i + slots < n) issue(i + slots);
+    }
+    double t = now() - t0;
+    for (auto& e : ev) CU(cudaEventDestroy(e));
+    return t;
+}
+
+static void transfer_options() {
+    const size_t bytes = GIB;
+    void* dev = nullptr;
+    CU(cudaMalloc(&dev, bytes));
+    cudaStream_t s;
+    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+
+    double t0 = now();
+    char* pinned = nullptr;
+    CU(cudaHostAlloc((void**)&pinned, bytes, cudaHostAllocPortable));
+    double t_alloc = now() - t0;
+    t0 = now();
+    memset(pinned, 1, bytes);
+    double t_touch = now() - t0;
+    double h2d_pinned = time_copy(cudaMemcpyHostToDevice, dev, pinned, bytes, 3);
+    double d2h_pinned = time_copy(cudaMemcpyDeviceToHost, pinned, dev, bytes, 3);
+    printf("raw: cudaHostAlloc 1 GiB %.1f ms, first memset %.1f ms, pinned H2D %.2f GB/s, D2H %.2f GB/s\n",
+           t_alloc * 1e3, t_touch * 1e3, bytes / h2d_pinned / 1e9, bytes / d2h_pinned / 1e9);
+
+    char* user = (char*)malloc(bytes);
+    t0 = now();
+    memset(user, 2, bytes);
+    printf("raw: first touch of 1 GiB malloc (memset, 1 thread) %.1f ms\n", (now() - t0) * 1e3);
+    double h2d_pageable = time_copy(cudaMemcpyHostToDevice, dev, user, bytes, 2);
+    double d2h_pageable = time_copy(cudaMemcpyDeviceToHost, user, dev, bytes, 2);
+    printf("raw: pageable H2D %.2f GB/s, D2H %.2f GB/s\n", bytes / h2d_pageable / 1e9, bytes / d2h_pageable / 1e9);
+
+    for (int threads : {1, 4, 8, 16}) {
+        char* fresh = (char*)malloc(bytes);
+        t0 = now();
+        parallel_copy(fresh, user, bytes, threads);
+        double t_fresh = now() - t0;
+        t0 = now();
+        parallel_copy(pinned, user, bytes, threads);
+        double t_warm = now() - t0;
+        printf("raw: copy 1 GiB with %d threads: into fresh malloc %.1f ms, into warm pinned %.1f ms\n", threads,
+               t_fresh * 1e3, t_warm * 1e3);
+        free(fresh);
+    }
+
+    t0 = now();
+    CU(cudaHostRegister(user, bytes, cudaHostRegisterPortable));
+    double t_reg = now() - t0;
+    double h2d_reg = time_copy(cudaMemcpyHostToDevice, dev, user, bytes, 2);
+    double d2h_reg = time_copy(cudaMemcpyDeviceToHost, user, dev, bytes, 2);
+    t0 = now();
+    CU(cudaHostUnregister(user));
+    double t_unreg = now() - t0;
+    printf("raw: cudaHostRegister 1 GiB (touched) %.1f ms, then H2D %.2f GB/s, D2H %.2f GB/s, unregister %.1f ms\n",
+           t_reg * 1e3, bytes / h2d_reg / 1e9, bytes / d2h_reg / 1e9, t_unreg * 1e3);
+
+    for (size_t chunk : {size_t(4) << 20, size_t(16) << 20, size_t(64) << 20}) {
+        for (int threads : {4, 8, 16}) {
+            double h = staged_h2d(dev, user, bytes, pinned, chunk, 4, threads, s);
+            double d = staged_d2h(user, dev, bytes, pinned, chunk, 4, threads, s);
+            printf("raw: staged chunk %zu MiB x4 slots, %d threads: H2D %.2f GB/s, D2H %.2f GB/s\n", chunk >> 20, threads,
+                   bytes / h / 1e9, bytes / d / 1e9);
+        }
+    }
+    t0 = now();
+    CU(cudaFreeHost(pinned));
+    printf("raw: cudaFreeHost 1 GiB %.1f ms\n", (now() - t0) * 1e3);
+    free(user);
+    CU(cudaFree(dev));
+    CU(cudaStreamDestroy(s));
+    row("raw pinned cudaMemcpy 1 GiB H2D / D2H", "", fmt("%.1f", bytes / h2d_pinned / 1e9) + " / " +
+        fmt("%.1f GB/s", bytes / d2h_pinned / 1e9), "", "reference");
+    row("raw pageable cudaMemcpy 1 GiB H2D / D2H", "", fmt("%.1f", bytes / h2d_pageable / 1e9) + " / " +
+        fmt("%.1f GB/s", bytes / d2h_pageable / 1e9), "", "reference");
+    g_pinned_h2d = bytes / h2d_pinned;
+    g_pinned_d2h = bytes / d2h_pinned;
+}
+
+// ---------------------------------------------------------------------------------------------
+// runtime figures, each beside its raw baseline
+
+static void runtime_transfers() {
+    const size_t n = GIB / sizeof(float);
+    float* init = (float*)malloc(GIB);
+    for (size_t i = 0; i < n; ++i) init[i] = (float)(i % 1000);
+    float flag = 0;
+    celerity_buffer* flag_buf = buffer(1, 1, 1, &flag, "flag");
+    OK(celerity_wait());
+
+    double t0 = now();
+    celerity_buffer* b = buffer(1, n, 1, init, "user-1GiB");
+    double t_create = now() - t0;
+    submit("touch", 1, n, 1, {{b, CELERITY_ACCESS_READ, celerity_one_to_one()}, {flag_buf, CELERITY_ACCESS_READ_WRITE, celerity_all()}},
+           k_touch);
+    OK(celerity_wait());
+    double t_first = now() - t0;
+    printf("raw: runtime create 1 GiB %.1f ms, create + first device read %.1f ms\n", t_create * 1e3, t_first * 1e3);
+
+    // a second upload: a new host-initialised buffer (pools are warm now); the read alone
+    // is the transfer from the runtime's copy of the user data to the device
+    t0 = now();
+    celerity_buffer* b2 = buffer(1, n, 1, init, "user-1GiB-again");
+    double t_read0 = now();
+    submit("touch", 1, n, 1, {{b2, CELERITY_ACCESS_READ, celerity_one_to_one()}, {flag_buf, CELERITY_ACCESS_READ_WRITE, celerity_all()}},
+           k_touch);
+    OK(celerity_wait());
+    double t_second = now() - t0, t_read = now() - t_read0;
+    OK(celerity_buffer_release(b2));
+
+    // a fence into memory the program pinned itself goes straight to DMA
+    float* pinned_back = nullptr;
+    CU(cudaMallocHost((void**)&pinned_back, GIB));
+    memset(pinned_back, 0, GIB);
+    fence(b, pinned_back, GIB);
+    t0 = now();
+    fence(b, pinned_back, GIB);
+    double t_fence_pinned = now() - t0;
+    if (memcmp(pinned_back, init, GIB) != 0) {
+        printf("FAIL: fenced data (pinned destination) differs\n");
+        ++failures;
+    }
+    CU(cudaFreeHost(pinned_back));
+
+    float* back = (float*)malloc(GIB);  // untouched: the fence pays the first touch
+    t0 = now();
+    fence(b, back, GIB);
+    double t_fence_cold = now() - t0;
+    bool same = memcmp(back, init, GIB) == 0;
+    t0 = now();
+    fence(b, back, GIB);
+    double t_fence_warm = now() - t0;
+    same = same && memcmp(back, init, GIB) == 0;
+    if (!same) {
+        printf("FAIL: fenced data differs from the host-initialised data\n");
+        ++failures;
+    }
+    printf("raw: runtime second create + read %.1f ms, fence into fresh memory %.1f ms, fence again %.1f ms\n",
+           t_second * 1e3, t_fence_cold * 1e3, t_fence_warm * 1e3);
+    OK(celerity_buffer_release(b));
+    OK(celerity_buffer_release(flag_buf));
+    OK(celerity_wait());
+    free(init);
+    free(back);
+    double h2d = GIB / t_read, d2h = GIB / t_fence_warm;
+    row("H2D 1 GiB host-initialised buffer, first device read", fmt("%.1f GB/s", h2d / 1e9), fmt("%.1f GB/s pinned", g_pinned_h2d / 1e9),
+        fmt("%.2f", h2d / g_pinned_h2d), ">= 0.90");
+    row("H2D 1 GiB, create + first read (pools warm)", fmt("%.1f ms", t_second * 1e3), "", "", "");
+    row("D2H 1 GiB fence into pinned user memory", fmt("%.1f GB/s", GIB / t_fence_pinned / 1e9), fmt("%.1f GB/s pinned", g_pinned_d2h / 1e9),
+        fmt("%.2f", GIB / t_fence_pinned / g_pinned_d2h), ">= 0.90");
+    row("D2H 1 GiB fence into user memory (2nd fence)", fmt("%.1f GB/s", d2h / 1e9), fmt("%.1f GB/s pinned", g_pinned_d2h / 1e9),
+        fmt("%.2f", d2h / g_pinned_d2h), ">= 0.90");
+    row("D2H 1 GiB fence into fresh user memory", fmt("%.1f GB/s", GIB / t_fence_cold / 1e9), "", fmt("%.2f", GIB / t_fence_cold / g_pinned_d2h), "");
+    row("first create + first device read, 1 GiB", fmt("%.1f ms", t_first * 1e3), fmt("%.1f ms DMA", GIB / g_pinned_h2d * 1e3), "",
+        "< 100 ms");
+}
+
+static void raw_launches(int count, double* independent, double* chained) {
+    cudaStream_t s;
+    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    for (int i = 0; i < 100; ++i) empty_kernel<<<1, 1, 0, s>>>();
+    CU(cudaStreamSynchronize(s));
+    double t0 = now();
+    for (int i = 0; i < count; ++i) empty_kernel<<<1, 1, 0, s>>>();
+    CU(cudaStreamSynchronize(s));
+    *independent = (now() - t0) / count;
+    *chained = *independent;  // on one stream every launch is ordered after the previous one
+    CU(cudaStreamDestroy(s));
+}
+
+static void task_floor() {
+    const int count = 10000;
+    double raw_ind, raw_chain;
+    raw_launches(count, &raw_ind, &raw_chain);
+    for (int i = 0; i < 200; ++i) submit("empty", 1, 1, 1, {}, k_empty);
+    OK(celerity_wait());
+    double t0 = now();
+    for (int i = 0; i < count; ++i) submit("empty", 1, 1, 1, {}, k_empty);
+    OK(celerity_wait());
+    double ind = (now() - t0) / count;
+
+    float zero = 0;
+    celerity_buffer* b = buffer(1, 1, 1, &zero, "chain");
+    for (int i = 0; i < 200; ++i) submit("chain", 1, 1, 1, {{b, CELERITY_ACCESS_READ_WRITE, celerity_one_to_one()}}, k_empty);
+    OK(celerity_wait());
+    t0 = now();
+    for (int i = 0; i < count; ++i) submit("chain", 1, 1, 1, {{b, CELERITY_ACCESS_READ_WRITE, celerity_one_to_one()}}, k_empty);
+    OK(celerity_wait());
+    double chain = (now() - t0) / count;
+    OK(celerity_buffer_release(b));
+    row("per task, 10,000 independent empty kernels", fmt("%.2f us", ind * 1e6), fmt("%.2f us/launch", raw_ind * 1e6), fmt("%.2f", ind / raw_ind),
+        "<= 5 us");
+    row("per task, 10,000 chained empty kernels", fmt("%.2f us", chain * 1e6), fmt("%.2f us/launch", raw_chain * 1e6),
+        fmt("%.2f", chain / raw_chain), "<= 5 us");
+}
+
+// Two independent 20 ms kernels: overlapped when they run on different streams.
+static void overlap() {
+    submit("spin", 1, 1, 1, {}, k_spin, (void*)(size_t)1000);
+    OK(celerity_wait());
+    double t0 = now();
+    submit("long-a", 1, 1, 1, {}, k_spin, (void*)(size_t)20000000);
+    submit("long-b", 1, 1, 1, {}, k_spin, (void*)(size_t)20000000);
+    OK(celerity_wait());
+    double t = now() - t0;
+    row("two independent 20 ms kernels", fmt("%.1f ms", t * 1e3), "20 ms overlapped, 40 ms serial", "", "overlap (~20 ms)");
+}
+
+static double interpolate_metg(const std::vector<std::pair<double, double>>& eff) {
+    for (size_t i = 0; i < eff.size(); ++i) {
+        if (eff[i].second >= 0.5) {
+            if (i == 0) return eff[0].first;
+            auto [d0, e0] = eff[i - 1];
+            auto [d1, e1] = eff[i];
+            return d0 + (0.5 - e0) * (d1 - d0) / (e1 - e0);
+        }
+    }
+    return NAN;
+}
+
+static void metg_sweep() {
+    const int count = 2000;
+    std::vector<unsigned> durations = {1000, 2000, 3000, 4000, 6000, 8000, 12000, 16000, 32000};
+    std::vector<std::pair<double, double>> rt, raw;
+    cudaStream_t s;
+    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    float* slot = nullptr;
+    CU(cudaMalloc(&slot, sizeof(float)));
+    float zero = 0;
+    celerity_buffer* b = buffer(1, 1, 1, &zero, "metg");
+    for (unsigned ns : durations) {
+        double t0 = now();
+        for (int i = 0; i < count; ++i) spin_kernel<<<1, 1, 0, s>>>(slot, ns);
+        CU(cudaStreamSynchronize(s));
+        double t_raw = now() - t0;
+        for (int i = 0; i < 50; ++i) submit("metg", 1, 1, 1, {{b, CELERITY_ACCESS_READ_WRITE, celerity_one_to_one()}}, k_spin, (void*)(size_t)ns);
+        OK(celerity_wait());
+        t0 = now();
+        for (int i = 0; i < count; ++i)
+            submit("metg", 1, 1, 1, {{b, CELERITY_ACCESS_READ_WRITE, celerity_one_to_one()}}, k_spin, (void*)(size_t)ns);
+        OK(celerity_wait());
+        double t_rt = now() - t0;
+        double ideal = count * ns * 1e-9;
+        rt.push_back({ns * 1e-3, ideal / t_rt});
+        raw.push_back({ns * 1e-3, ideal / t_raw});
+        printf("raw: metg kernel %.0f us: runtime efficiency %.3f, raw %.3f\n", ns * 1e-3, ideal / t_rt, ideal / t_raw);
+    }
+    OK(celerity_buffer_release(b));
+    CU(cudaFree(slot));
+    CU(cudaStreamDestroy(s));
+    row("METG(50 %), width-1 chain", fmt("%.1f us", interpolate_metg(rt)), fmt("%.1f us", interpolate_metg(raw)), "", "<= 4 us");
+}
+
+static void stencil() {
+    const size_t n = 16384, steps = 100;
+    const size_t count = n * n;
+    float* init = (float*)malloc(count * sizeof(float));
+    for (size_t i = 0; i < count; ++i) init[i] = (float)((i * 2654435761u) % 1000) * 0.001f;
+
+    // raw
+    float *a = nullptr, *bb = nullptr;
+    CU(cudaMalloc(&a, count * 4));
+    CU(cudaMalloc(&bb, count * 4));
+    CU(cudaMemcpy(a, init, count * 4, cudaMemcpyHostToDevice));
+    dim3 block(32, 8), grid((unsigned)(n / 32), (unsigned)(n / 8));
+    stencil_kernel<<<grid, block>>>(a, 0, bb, 0, 0, n, n);  // warm-up step (counted in the result)
+    std::swap(a, bb);
+    CU(cudaDeviceSynchronize());
+    double t0 = now();
+    for (size_t s = 0; s < steps; ++s) {
+        stencil_kernel<<<grid, block>>>(a, 0, bb, 0, 0, n, n);
+        std::swap(a, bb);
+    }
+    CU(cudaDeviceSynchronize());
+    double t_raw = (now() - t0) / steps;
+    float* raw_result = (float*)malloc(count * 4);
+    CU(cudaMemcpy(raw_result, a, count * 4, cudaMemcpyDeviceToHost));
+    CU(cudaFree(a));
+    CU(cudaFree(bb));
+
+    // runtime
+    celerity_buffer* x = buffer(2, n, n, init, "stencil-a");
+    celerity_buffer* y = buffer(2, n, n, nullptr, "stencil-b");
+    auto step = [&](celerity_buffer* in, celerity_buffer* out) {
+        submit("stencil", 2, n, n, {{in, CELERITY_ACCESS_READ, celerity_neighborhood(1, 1, 0)}, {out, CELERITY_ACCESS_DISCARD_WRITE, celerity_one_to_one()}},
+               k_stencil);
+    };
+    step(x, y);
+    std::swap(x, y);
+    OK(celerity_wait());
+    t0 = now();
+    for (size_t s = 0; s < steps; ++s) {
+        step(x, y);
+        std::swap(x, y);
+    }
+    OK(celerity_wait());
+    double t_rt = (now() - t0) / steps;
+    float* result = (float*)malloc(count * 4);
+    fence(x, result, count * 4);
+    bool same = memcmp(result, raw_result, count * 4) == 0;
+    if (!same) {
+        printf("FAIL: stencil result differs from the raw loop\n");
+        ++failures;
+    }
+    OK(celerity_buffer_release(x));
+    OK(celerity_buffer_release(y));
+    OK(celerity_wait());
+    free(init);
+    free(result);
+    free(raw_result);
+    row("stencil 16384^2 x 100, time per step", fmt("%.3f ms", t_rt * 1e3), fmt("%.3f ms", t_raw * 1e3),
+        fmt("%.3f x raw throughput", t_raw / t_rt) + (same ? ", bit-identical" : ", DIFFERS"), ">= 0.99");
+}
+
+static void launch_error() {
+    submit("bad-launch", 1, 1, 1, {}, k_fail);
+    celerity_status s = celerity_wait();
+    printf("raw: a failing launch: %s: %s\n", celerity_status_string(s), s == CELERITY_OK ? "" : celerity_last_error_message());
+    row("a failing launch is reported as", s == CELERITY_OK ? "OK (!)" : celerity_last_error_message(), "", "", "names task, kernel, CUDA error");
+}
+
+int main(int argc, char** argv) {
+    std::string mode = argc > 1 ? argv[1] : "all";
+    bool runtime = mode == "all" || mode == "floor";
+    int dev = 0;
+    cudaDeviceProp prop;
+    CU(cudaGetDeviceProperties(&prop, dev));
+    CU(cudaFree(nullptr));  // create the primary context
+    printf("device: %s\n", prop.name);
+    printf("| figure | runtime | raw CUDA | ratio | target |\n|---|---|---|---|---|\n");
+    if (mode != "floor") transfer_options();
+    if (runtime) {
+        celerity_config* cfg = nullptr;
+        OK(celerity_config_create(&cfg));
+        OK(celerity_config_set(cfg, "devices", "cuda"));
+        OK(celerity_runtime_init(nullptr, nullptr, cfg));
+        celerity_config_destroy(cfg);
+        if (mode == "all") runtime_transfers();
+        task_floor();
+        if (mode == "all") {
+            overlap();
+            metg_sweep();
+            stencil();
+            launch_error();  // last: the failure is reported again at shutdown
+        }
+        celerity_runtime_shutdown();
+    }
+    printf("failures: %d\n", failures);
+    return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Writes the figures table of scripts/bench.sh into docs/benchmarks.md (between its markers)."""
+import datetime, json, os, pathlib, platform, re, subprocess, sys
+
+criterion_dir, doc, side_by_side = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
+rows = []
+for estimates in sorted(criterion_dir.glob("**/bench-sh/estimates.json")):
+    bench_dir = estimates.parent.parent
+    meta = bench_dir / "bench-sh" / "benchmark.json"
+    name = json.load(open(meta))["full_id"] if meta.exists() else str(bench_dir.relative_to(criterion_dir))
+    data = json.load(open(estimates))
+    mean = data["mean"]["point_estimate"]
+    lo, hi = data["mean"]["confidence_interval"]["lower_bound"], data["mean"]["confidence_interval"]["upper_bound"]
+    rows.append((name, mean, lo, hi))
+
+def fmt(ns):
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+ratios = {}
+if side_by_side and os.path.exists(side_by_side):
+    # summary.md rows: | cell | ... | mean ratio | ... ; keep the cell name and its mean ratio.
+    for line in open(side_by_side):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and re.match(r"^\d+(\.\d+)?×?$", cells[-2].replace("x", "")):
+            ratios[cells[0]] = cells[-2]
+
+commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+load = open("/proc/loadavg").read().split()[0]
+lines = [
+    "<!-- bench-table:begin (written by scripts/bench.sh; edit outside the markers) -->",
+    f"Machine: {os.cpu_count()} × {cpu}, load {load} at the end; date {datetime.date.today()}; "
+    f"commit {commit}{' (with uncommitted changes)' if dirty else ''}; "
+    f"criterion mean with its 95 % interval.",
+    "",
+    "| benchmark | mean | 95 % interval |" + (" Celerity / ours |" if ratios else ""),
+    "|---|---|---|" + ("---|" if ratios else ""),
+]
+for name, mean, lo, hi in rows:
+    ratio = next((r for cell, r in ratios.items() if cell and cell in name), "") if ratios else None
+    lines.append(f"| {name} | {fmt(mean)} | {fmt(lo)} – {fmt(hi)} |" + (f" {ratio} |" if ratios else ""))
+if side_by_side and os.path.exists(side_by_side):
+    lines += ["", "Side by side with C++ Celerity (same sitting, alternating):", "", open(side_by_side).read().strip()]
+lines.append("<!-- bench-table:end -->")
+table = "\n".join(lines)
+
+text = doc.read_text()
+pattern = re.compile(r"<!-- bench-table:begin.*?<!-- bench-table:end -->", re.S)
+if pattern.search(text):
+    text = pattern.sub(lambda _: table, text)
+else:
+    text = text.replace("# Benchmarks\n", "# Benchmarks\n\n## Latest figures (`scripts/bench.sh`)\n\n" + table + "\n", 1)
+doc.write_text(text)
+print(f"wrote {len(rows)} figures to {doc}")

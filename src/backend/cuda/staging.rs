@@ -1,0 +1,201 @@
+//! Copies between pageable host memory (user memory, or host allocations beyond the pinned
+//! limit) and a device, at close to DMA speed.
+//!
+//! The driver's own pageable path copies through a small internal buffer on one thread (8-14
+//! GB/s on an H200 host). Here the copy is split into chunks that go through a few pinned slots
+//! from the [`PinnedPool`]: for an upload, the host copy of chunk i+1 (in parallel, see
+//! `parallel_copy`) overlaps the DMA of chunk i; for a download, the DMA of later chunks
+//! overlaps the host copy-out of earlier ones. Every DMA is enqueued on the lane's stream, so
+//! the copy stays ordered with the lane's other work. The submitting thread waits for the slots
+//! it reuses and for the last chunks before it returns (the slots go back to the pool then).
+
+use std::ffi::c_void;
+
+use cudarc::driver::sys;
+use parking_lot::Mutex;
+
+use super::super::parallel_copy;
+use super::super::pinned_pool::{PinnedAllocator, PinnedPool};
+use super::check;
+use crate::error::Result;
+
+/// Bytes per staged chunk. Measured on the H200 host (1 GiB, 4 slots): 4 MiB chunks reach
+/// 7-14 GB/s, 16 MiB 20-28 GB/s, 64 MiB 26-34 GB/s (docs/gpu.md).
+pub(super) const CHUNK_BYTES: usize = 64 << 20;
+/// Pinned slots one copy cycles through.
+const SLOTS: usize = 4;
+/// Contiguous copies shorter than this use the driver's pageable path directly.
+pub(super) const STAGING_THRESHOLD: usize = 4 << 20;
+
+/// Which way a staged copy goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Direction {
+    /// Pageable host memory to the device.
+    ToDevice,
+    /// The device to pageable host memory.
+    ToHost,
+}
+
+/// Copies `len` bytes between `host` (pageable) and `device` on `stream` through pinned slots
+/// of `pool`; falls back to the driver's pageable copy when the pool lends no slot. Returns
+/// once the host side is done (uploads: the DMAs are enqueued and the slots drained).
+///
+/// # Safety
+/// Both ranges must be valid for `len` bytes until the call returns (and, for `device`, until
+/// the stream passed the copy); the device context must be current.
+pub(super) unsafe fn staged_copy<A: PinnedAllocator>(
+    direction: Direction,
+    host: *mut u8,
+    device: sys::CUdeviceptr,
+    len: usize,
+    stream: sys::CUstream,
+    pool: &Mutex<PinnedPool<A>>,
+) -> Result<()> {
+    let chunk = CHUNK_BYTES.min(len.next_multiple_of(4096));
+    let slots: Vec<usize> = {
+        let mut pool = pool.lock();
+        (0..SLOTS.min(len.div_ceil(chunk)))
+            .map_while(|_| pool.acquire(chunk))
+            .collect()
+    };
+    if slots.is_empty() {
+        // SAFETY: forwarded contract; the driver's pageable copies return once the host side
+        // is staged.
+        return unsafe { direct_pageable_copy(direction, host, device, len, stream) };
+    }
+    let mut events = Vec::with_capacity(slots.len());
+    let outcome = (|| {
+        for _ in &slots {
+            let mut event = std::ptr::null_mut();
+            // SAFETY: valid out-pointer; the context is current.
+            check("cuEventCreate", unsafe {
+                sys::cuEventCreate(
+                    &mut event,
+                    sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
+                )
+            })?;
+            events.push(event);
+        }
+        let pieces = len.div_ceil(chunk);
+        let piece = |i: usize| (i * chunk, chunk.min(len - i * chunk));
+        match direction {
+            Direction::ToDevice => {
+                for i in 0..pieces {
+                    let (offset, bytes) = piece(i);
+                    let k = i % slots.len();
+                    if i >= slots.len() {
+                        // SAFETY: an event recorded on this stream.
+                        check("cuEventSynchronize", unsafe {
+                            sys::cuEventSynchronize(events[k])
+                        })?;
+                    }
+                    // SAFETY: the slot holds `chunk` pinned bytes no DMA uses any more (its
+                    // event completed); the host range is the caller's.
+                    unsafe { parallel_copy::copy(slots[k] as *mut u8, host.add(offset), bytes) };
+                    // SAFETY: pinned source, device destination within the caller's range.
+                    check("cuMemcpyHtoDAsync", unsafe {
+                        sys::cuMemcpyHtoDAsync_v2(
+                            device + offset as u64,
+                            slots[k] as *const c_void,
+                            bytes,
+                            stream,
+                        )
+                    })?;
+                    // SAFETY: event and stream of the current context.
+                    check("cuEventRecord", unsafe {
+                        sys::cuEventRecord(events[k], stream)
+                    })?;
+                }
+            }
+            Direction::ToHost => {
+                let issue = |i: usize| {
+                    let (offset, bytes) = piece(i);
+                    let k = i % slots.len();
+                    // SAFETY: device source within the caller's range, pinned slot destination
+                    // whose previous contents were already copied out.
+                    check("cuMemcpyDtoHAsync", unsafe {
+                        sys::cuMemcpyDtoHAsync_v2(
+                            slots[k] as *mut c_void,
+                            device + offset as u64,
+                            bytes,
+                            stream,
+                        )
+                    })?;
+                    // SAFETY: event and stream of the current context.
+                    check("cuEventRecord", unsafe {
+                        sys::cuEventRecord(events[k], stream)
+                    })
+                };
+                for i in 0..pieces.min(slots.len()) {
+                    issue(i)?;
+                }
+                for i in 0..pieces {
+                    let (offset, bytes) = piece(i);
+                    let k = i % slots.len();
+                    // SAFETY: an event recorded on this stream.
+                    check("cuEventSynchronize", unsafe {
+                        sys::cuEventSynchronize(events[k])
+                    })?;
+                    // SAFETY: the slot holds this chunk (its DMA completed); the host range is
+                    // the caller's.
+                    unsafe { parallel_copy::copy(host.add(offset), slots[k] as *const u8, bytes) };
+                    if i + slots.len() < pieces {
+                        issue(i + slots.len())?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    })();
+    // The slots may only go back once no DMA uses them: wait for every recorded event (after a
+    // failure, for the whole stream).
+    let drained = if outcome.is_ok() {
+        events.iter().try_for_each(|&event| {
+            // SAFETY: events recorded (or never recorded, which completes at once) here.
+            check("cuEventSynchronize", unsafe {
+                sys::cuEventSynchronize(event)
+            })
+        })
+    } else {
+        // SAFETY: the caller's stream.
+        check("cuStreamSynchronize", unsafe {
+            sys::cuStreamSynchronize(stream)
+        })
+    };
+    for event in events {
+        // SAFETY: created above, no longer waited on.
+        unsafe { sys::cuEventDestroy_v2(event) };
+    }
+    if drained.is_ok() {
+        let mut pool = pool.lock();
+        for slot in slots {
+            pool.release(slot);
+        }
+    }
+    // (A slot whose DMA state is unknown after a failed drain is leaked, never reused.)
+    outcome.and(drained)
+}
+
+/// The driver's own copy from or to pageable memory.
+///
+/// # Safety
+/// As for [`staged_copy`].
+pub(super) unsafe fn direct_pageable_copy(
+    direction: Direction,
+    host: *mut u8,
+    device: sys::CUdeviceptr,
+    len: usize,
+    stream: sys::CUstream,
+) -> Result<()> {
+    match direction {
+        // SAFETY: forwarded contract.
+        Direction::ToDevice => check("cuMemcpyHtoDAsync", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(device, host as *const c_void, len, stream)
+        }),
+        // SAFETY: forwarded contract; a download into pageable memory completes before the
+        // call returns.
+        Direction::ToHost => check("cuMemcpyDtoHAsync", unsafe {
+            sys::cuMemcpyDtoHAsync_v2(host as *mut c_void, device, len, stream)
+        }),
+    }
+}

@@ -1,0 +1,53 @@
+//! Policy vocabulary every stage shares: how loudly to log, how far the scheduler looks ahead,
+//! what to do about suspicious access patterns and how to write graphs. C++ Celerity keeps these
+//! beside its ids in `types.h`; here they sit on the ground floor so that the task, command and
+//! instruction generators, the scheduler and the debug output can take them without importing
+//! the runtime's configuration parser (`runtime::config` re-exports them).
+
+/// Verbosity of the runtime's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// Everything, including per-instruction events.
+    Trace,
+    /// Details useful when debugging the runtime.
+    Debug,
+    /// Normal operation (the default).
+    Info,
+    /// Suspicious behaviour.
+    Warn,
+    /// Errors only.
+    Err,
+    /// Nothing.
+    Off,
+}
+
+/// How far ahead the scheduler looks before compiling commands into instructions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookahead {
+    /// Compile every command immediately.
+    None,
+    /// Hold back allocating commands until two horizons have passed (Celerity's default).
+    Auto,
+    /// Hold back until a flush, fence or epoch.
+    Infinite,
+}
+
+/// What to do when a program reads uninitialised data or writes overlapping regions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorPolicy {
+    /// Do not check.
+    Ignore,
+    /// Log a warning.
+    Log,
+    /// Fail with `CELERITY_ERROR_ACCESS_PATTERN`.
+    Error,
+}
+
+/// Output format of the graphs written with `print_graphs=on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphFormat {
+    /// Graphviz.
+    Dot,
+    /// JSON nodes and edges for users' own tools.
+    Json,
+}
