@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <celerity.h>
+#include "example_common.h"
 
 enum { RESIDUAL_EVERY = 10, MAX_RESIDUALS = 1024 };
 
@@ -55,24 +55,9 @@ static double initial_value(size_t n, size_t i, size_t j) {
     return 0.0;
 }
 
-static double seconds_since(const struct timespec* start) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - start->tv_sec) + 1e-9 * (double)(now.tv_nsec - start->tv_nsec);
-}
-
-static int fail(const char* what, celerity_status s) {
-    fprintf(stderr, "heat: %s failed: %s: %s\n", what, celerity_status_string(s), celerity_last_error_message());
-    return 1;
-}
-
-#define TRY(call)                                                                                \
-    do {                                                                                         \
-        celerity_status try_status_ = (call);                                                    \
-        if (try_status_ != CELERITY_OK) return fail(#call, try_status_);                         \
-    } while (0)
 
 int main(int argc, char** argv) {
+    example_name = "heat";
     size_t n = argc > 1 ? (size_t)strtoul(argv[1], NULL, 10) : 512;
     int steps = argc > 2 ? atoi(argv[2]) : 100;
     if (n < 3 || steps < 1 || steps / RESIDUAL_EVERY > MAX_RESIDUALS) {

@@ -699,6 +699,19 @@ celerity_status celerity_submit_host_task(struct celerity_cg *cg,
                                           celerity_drop_fn drop);
 
 /**
+ * Fails the chunk that `ctx` describes with `message` (copied; NULL: "unknown error"), for
+ * kernels and host tasks that cannot express their failure as a return code alone, such as
+ * the C++ frontend catching an exception. Call it from inside the kernel or host-task
+ * function, on the thread that runs it, before returning. The task then fails with
+ * `CELERITY_ERROR_TASK_FAILED` whatever the function returns, and the report at the next
+ * synchronising call names this message (the last one recorded, if called more than once).
+ *
+ * Errors: `ctx` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`.
+ */
+celerity_status celerity_kernel_fail(const struct celerity_kernel_context *ctx,
+                                     const char *message);
+
+/**
  * Fences `region` of `buf` (NULL: the whole buffer): once the future is ready, `dest` holds the
  * region as it is after every task submitted before, as dense row-major elements (each node
  * receives the full region). `dest` must stay valid until then.
@@ -1003,3 +1016,10 @@ static inline bool celerity_abi_compatible(void) { return celerity_abi_version()
 #endif
 
 #endif /* CELERITY_H_INLINE_HELPERS */
+
+/* ---- the C++ API ------------------------------------------------------------------------- */
+/* C++ Celerity programs include <celerity.h>; they get the C++ frontend (celerity.hpp) too,
+ * unless CELERITY_C_API_ONLY is defined before the include. */
+#if defined(__cplusplus) && !defined(CELERITY_C_API_ONLY)
+#include "celerity.hpp"
+#endif

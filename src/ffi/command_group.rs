@@ -17,7 +17,7 @@ use super::kernel::{
     CELERITY_BACKEND_CUDA, CELERITY_BACKEND_HOST, CELERITY_HOST_TASK_COLLECTIVE,
     CELERITY_HOST_TASK_DISTRIBUTED, CELERITY_HOST_TASK_ON_MASTER_NODE, CELERITY_HOST_TASK_ONCE,
     celerity_accessor, celerity_drop_fn, celerity_host_task_kind, celerity_kernel_context,
-    celerity_kernel_fn,
+    celerity_kernel_fn, take_kernel_failure,
 };
 use super::range_mapper::*;
 use super::reduction::{celerity_reduction_op, reducer_of};
@@ -426,16 +426,21 @@ fn c_launcher(
             };
             // SAFETY: the program's kernel with a context whose arrays live across the call.
             let code = unsafe { kernel(&context, user_data.get()) };
-            if code == 0 {
-                Ok(())
-            } else {
-                let cuda_device = environment
-                    .cuda
-                    .then(|| invocation.device.map_or(0, |d| d.0));
-                Err(Error::new(
+            match (take_kernel_failure(&context), code) {
+                (None, 0) => Ok(()),
+                (None, code) => {
+                    let cuda_device = environment
+                        .cuda
+                        .then(|| invocation.device.map_or(0, |d| d.0));
+                    Err(Error::new(
+                        ErrorKind::TaskFailed,
+                        kernel_failure_message(code, cuda_device),
+                    ))
+                }
+                (Some(message), _) => Err(Error::new(
                     ErrorKind::TaskFailed,
-                    kernel_failure_message(code, cuda_device),
-                ))
+                    format!("the kernel failed: {message}"),
+                )),
             }
         },
     )

@@ -1,8 +1,12 @@
 //! What kernels and host tasks receive: accessors and the kernel context.
 
-use std::ffi::{c_int, c_void};
+use std::cell::RefCell;
+use std::ffi::{CStr, c_char, c_int, c_void};
 
+use super::boundary;
 use super::geometry::{celerity_chunk, celerity_subrange};
+use super::status::celerity_status;
+use crate::error::Error;
 
 /// Which backend runs a kernel (`celerity_runtime_info.backend`, `celerity_kernel_context.backend`).
 pub type celerity_backend = u32;
@@ -108,3 +112,51 @@ pub const CELERITY_HOST_TASK_ONCE: celerity_host_task_kind = 1;
 pub const CELERITY_HOST_TASK_DISTRIBUTED: celerity_host_task_kind = 2;
 /// One chunk on every node, serialised per collective group.
 pub const CELERITY_HOST_TASK_COLLECTIVE: celerity_host_task_kind = 3;
+
+thread_local! {
+    /// The failure message `celerity_kernel_fail` recorded for the chunk running on this thread,
+    /// keyed by the address of that chunk's context.
+    static KERNEL_FAILURE: RefCell<Option<(usize, String)>> = const { RefCell::new(None) };
+}
+
+/// Takes the failure message recorded for the chunk whose context is `ctx`, if any (also
+/// discarding a stale message left by another chunk on this thread).
+pub(crate) fn take_kernel_failure(ctx: *const celerity_kernel_context) -> Option<String> {
+    KERNEL_FAILURE
+        .try_with(|slot| slot.borrow_mut().take())
+        .ok()
+        .flatten()
+        .and_then(|(address, message)| (address == ctx as usize).then_some(message))
+}
+
+/// Fails the chunk that `ctx` describes with `message` (copied; NULL: "unknown error"), for
+/// kernels and host tasks that cannot express their failure as a return code alone, such as
+/// the C++ frontend catching an exception. Call it from inside the kernel or host-task
+/// function, on the thread that runs it, before returning. The task then fails with
+/// `CELERITY_ERROR_TASK_FAILED` whatever the function returns, and the report at the next
+/// synchronising call names this message (the last one recorded, if called more than once).
+///
+/// Errors: `ctx` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`.
+#[unsafe(no_mangle)]
+pub extern "C" fn celerity_kernel_fail(
+    ctx: *const celerity_kernel_context,
+    message: *const c_char,
+) -> celerity_status {
+    boundary::call("celerity_kernel_fail", || {
+        if ctx.is_null() {
+            return Err(Error::invalid_argument("argument `ctx` is NULL"));
+        }
+        let text = if message.is_null() {
+            "unknown error".to_owned()
+        } else {
+            // SAFETY: a non-NULL `message` is a NUL-terminated string valid during the call
+            // (the caller's contract); it is copied before returning.
+            unsafe { CStr::from_ptr(message) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        KERNEL_FAILURE
+            .try_with(|slot| *slot.borrow_mut() = Some((ctx as usize, text)))
+            .map_err(|_| Error::invalid_state("celerity_kernel_fail: thread is shutting down"))
+    })
+}
