@@ -38,8 +38,9 @@
 /**
  * The ABI version this header describes. Compare with `celerity_abi_version()` at run time to
  * detect a program built against a different library than the one it loaded.
+ * 2: `celerity_accessor` gained `record` (accessor boundary checking).
  */
-#define CELERITY_ABI_VERSION 1
+#define CELERITY_ABI_VERSION 2
 
 /**
  * A buffer (opaque). Created by `celerity_buffer_create`, released with
@@ -318,6 +319,29 @@ typedef struct celerity_reduction_op {
 } celerity_reduction_op;
 
 /**
+ * Where accessor boundary checking (`accessor_boundary_check`) records the element accesses of
+ * one accessor outside its `accessed` box; written by `celerity_accessor_check_box` (and so by
+ * `celerity_accessor_ptr`) with atomic operations, from host code or CUDA device code, and
+ * reported by the runtime after the chunk completed. Indices are recorded as signed values, so
+ * an underflowing `i - 1` shows as -1.
+ */
+typedef struct celerity_accessor_record {
+    /** Number of out-of-bounds element accesses. */
+    uint64_t count;
+    /** Per dimension, the smallest offending index (INT64_MAX while none). */
+    int64_t min[3];
+    /** Per dimension, the largest offending index (INT64_MIN while none). */
+    int64_t max[3];
+    /**
+     * `fallback_size` bytes that out-of-bounds accesses are redirected to, so a wrong index
+     * does not touch memory outside the allocation.
+     */
+    void *fallback;
+    /** Size of `fallback` in bytes (larger elements are clamped into the allocation instead). */
+    uint64_t fallback_size;
+} celerity_accessor_record;
+
+/**
  * One buffer access of a kernel chunk, resolved to memory. Element `(i0, i1, i2)` lives at
  * `base + (((i0 - allocation.offset[0]) * allocation.range[1] + (i1 - allocation.offset[1]))
  * * allocation.range[2] + (i2 - allocation.offset[2])) * elem_size`; see
@@ -333,6 +357,11 @@ typedef struct celerity_accessor {
     struct celerity_subrange accessed;
     /** Bytes per element. */
     size_t elem_size;
+    /**
+     * With `accessor_boundary_check` on: where accesses outside `accessed` are recorded;
+     * NULL when checking is off (the inline helpers then skip the check).
+     */
+    struct celerity_accessor_record *record;
 } celerity_accessor;
 
 /**
@@ -865,12 +894,116 @@ static inline celerity_range_mapper celerity_custom(celerity_range_mapper_fn fn,
     return m;
 }
 
-/** Address of element (i0, i1, i2), in buffer coordinates, of accessor `a`. */
-static inline void* celerity_accessor_ptr(const celerity_accessor* a, size_t i0, size_t i1, size_t i2) {
+/*
+ * Accessor boundary checking (see docs/diagnostics.md). CELERITY_ACCESSOR_BOUNDARY_CHECK=1 compiles
+ * the check into celerity_accessor_ptr, 0 leaves it out; by default it is on unless NDEBUG is
+ * defined, so debug builds of a program check and release builds cost nothing. The check runs
+ * only where the runtime handed out a record (config key accessor_boundary_check, on by default);
+ * an access outside the accessor's declared box is recorded there, redirected to a scratch
+ * element, and reported by the runtime after the chunk, naming task, accessor, buffer and boxes.
+ */
+#ifndef CELERITY_ACCESSOR_BOUNDARY_CHECK
+#ifdef NDEBUG
+#define CELERITY_ACCESSOR_BOUNDARY_CHECK 0
+#else
+#define CELERITY_ACCESSOR_BOUNDARY_CHECK 1
+#endif
+#endif
+
+/* The accessor helpers are callable from CUDA device code as well as from host code. */
+#if defined(__CUDACC__)
+#define CELERITY_HOST_DEVICE __host__ __device__
+#else
+#define CELERITY_HOST_DEVICE
+#endif
+
+/** Records the box [min, max) as one out-of-bounds access in `r` (atomically; host or device). */
+static inline CELERITY_HOST_DEVICE void celerity_accessor_record_box(celerity_accessor_record* r, const size_t min[3],
+                                                                     const size_t max[3]) {
+#if defined(__CUDA_ARCH__)
+    atomicAdd((unsigned long long*)&r->count, 1ull);
+    for (int d = 0; d < 3; ++d) {
+        atomicMin((long long*)&r->min[d], (long long)min[d]);
+        atomicMax((long long*)&r->max[d], (long long)(max[d] - 1));
+    }
+#else
+    __atomic_fetch_add(&r->count, 1, __ATOMIC_RELAXED);
+    for (int d = 0; d < 3; ++d) {
+        int64_t lo = (int64_t)min[d], hi = (int64_t)(max[d] - 1);
+        int64_t cur = __atomic_load_n(&r->min[d], __ATOMIC_RELAXED);
+        while (lo < cur && !__atomic_compare_exchange_n(&r->min[d], &cur, lo, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        }
+        cur = __atomic_load_n(&r->max[d], __ATOMIC_RELAXED);
+        while (hi > cur && !__atomic_compare_exchange_n(&r->max[d], &cur, hi, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        }
+    }
+#endif
+}
+
+/**
+ * Boundary check for frontends (the C++ accessor uses it): true when the non-empty box
+ * [min, max), in buffer coordinates, lies inside `a->accessed`, or when checking is off (compiled
+ * out, or `a->record` NULL). Otherwise records the box in `a->record` and returns false; the
+ * caller must then not touch the buffer (celerity_accessor_ptr redirects to `a->record->fallback`).
+ */
+static inline CELERITY_HOST_DEVICE bool celerity_accessor_check_box(const celerity_accessor* a, const size_t min[3],
+                                                                    const size_t max[3]) {
+#if CELERITY_ACCESSOR_BOUNDARY_CHECK
+    if (a->record == NULL) return true;
+    bool inside = true;
+    for (int d = 0; d < 3; ++d) {
+        inside = inside && min[d] >= a->accessed.offset[d] && max[d] >= min[d]
+                 && max[d] - a->accessed.offset[d] <= a->accessed.range[d];
+    }
+    if (!inside) celerity_accessor_record_box(a->record, min, max);
+    return inside;
+#else
+    (void)a;
+    (void)min;
+    (void)max;
+    return true;
+#endif
+}
+
+/** Address of element (i0, i1, i2), in buffer coordinates, of accessor `a`, without any check. */
+static inline CELERITY_HOST_DEVICE void* celerity_accessor_ptr_unchecked(const celerity_accessor* a, size_t i0, size_t i1,
+                                                                         size_t i2) {
     size_t linear = ((i0 - a->allocation.offset[0]) * a->allocation.range[1] + (i1 - a->allocation.offset[1]))
                         * a->allocation.range[2]
                     + (i2 - a->allocation.offset[2]);
     return (char*)a->base + linear * a->elem_size;
+}
+
+/** The out-of-bounds path of celerity_accessor_ptr: records (i0, i1, i2) and picks a harmless address. */
+static inline CELERITY_HOST_DEVICE void* celerity_accessor_out_of_bounds(const celerity_accessor* a, size_t i0, size_t i1,
+                                                                         size_t i2) {
+    size_t lo[3] = {i0, i1, i2};
+    size_t hi[3] = {i0 + 1, i1 + 1, i2 + 1};
+    celerity_accessor_record_box(a->record, lo, hi);
+    if (a->elem_size <= a->record->fallback_size) return a->record->fallback;
+    if (a->base == NULL) return NULL;
+    for (int d = 0; d < 3; ++d) {
+        size_t first = a->allocation.offset[d], last = first + a->allocation.range[d] - 1;
+        lo[d] = lo[d] < first ? first : lo[d] > last ? last : lo[d];
+    }
+    return celerity_accessor_ptr_unchecked(a, lo[0], lo[1], lo[2]);
+}
+
+/**
+ * Address of element (i0, i1, i2), in buffer coordinates, of accessor `a`. With boundary checking
+ * on, an index outside `a->accessed` is recorded and yields `a->record->fallback` (elements larger
+ * than its `fallback_size`: the nearest element of the allocation; an empty accessor: NULL).
+ */
+static inline CELERITY_HOST_DEVICE void* celerity_accessor_ptr(const celerity_accessor* a, size_t i0, size_t i1, size_t i2) {
+#if CELERITY_ACCESSOR_BOUNDARY_CHECK
+    /* One unsigned comparison per dimension: an index below the offset wraps to a large value. */
+    if (a->record != NULL
+        && (i0 - a->accessed.offset[0] >= a->accessed.range[0] || i1 - a->accessed.offset[1] >= a->accessed.range[1]
+            || i2 - a->accessed.offset[2] >= a->accessed.range[2])) {
+        return celerity_accessor_out_of_bounds(a, i0, i1, i2);
+    }
+#endif
+    return celerity_accessor_ptr_unchecked(a, i0, i1, i2);
 }
 
 /** True when `s` is CELERITY_OK. */

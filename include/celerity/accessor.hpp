@@ -183,6 +183,21 @@ CELERITY_HD T* allocation_origin(T* base, const celerity_subrange& alloc) {
     return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(base) - before * sizeof(T));
 }
 
+/// `acc[i][j]` / `acc[i][j][k]` of a boundary-checked accessor: each element access goes through
+/// `Acc::at` (see CELERITY_ACCESSOR_BOUNDARY_CHECK in celerity.h).
+template <typename Acc>
+struct checked_row {
+    const Acc* acc;
+    size_t i0, i1;
+    CELERITY_HD auto& operator[](size_t j) const { return acc->at(i0, Acc::dimensions == 2 ? j : i1, Acc::dimensions == 3 ? j : 0); }
+};
+template <typename Acc>
+struct checked_plane {
+    const Acc* acc;
+    size_t i0;
+    CELERITY_HD checked_row<Acc> operator[](size_t i1) const { return {acc, i0, i1}; }
+};
+
 #if defined(__CUDACC__)
 __device__ inline unsigned char* cuda_local_memory() {
     extern __shared__ unsigned char celerity_cuda_local_memory[];
@@ -235,13 +250,34 @@ class accessor {
 
     CELERITY_HD accessor(const accessor& other)
         : m_base(other.m_base), m_origin(other.m_origin), m_alloc(other.m_alloc), m_accessed(other.m_accessed), m_buffer_range(other.m_buffer_range),
-          m_index(other.m_index) {
+          m_index(other.m_index), m_record(other.m_record) {
 #if !defined(__CUDA_ARCH__)
         hydrate();
 #endif
     }
     accessor& operator=(const accessor& other) = default;
 
+#if CELERITY_ACCESSOR_BOUNDARY_CHECK
+    // Every element access is checked against the declared box (when the runtime handed out a
+    // record): see docs/diagnostics.md.
+    CELERITY_HD reference operator[](const id<Dims>& i) const { return at(coordinate(i, 0), coordinate(i, 1), coordinate(i, 2)); }
+    template <int D = Dims, std::enable_if_t<(D > 0), int> = 0>
+    CELERITY_HD reference operator[](const item<Dims>& it) const {
+        return (*this)[it.get_id()];
+    }
+    template <int D = Dims, std::enable_if_t<(D == 1), int> = 0>
+    CELERITY_HD reference operator[](size_t i) const {
+        return at(i, 0, 0);
+    }
+    template <int D = Dims, std::enable_if_t<(D == 2), int> = 0>
+    CELERITY_HD detail::checked_row<accessor> operator[](size_t i0) const {
+        return {this, i0, 0};
+    }
+    template <int D = Dims, std::enable_if_t<(D == 3), int> = 0>
+    CELERITY_HD detail::checked_plane<accessor> operator[](size_t i0) const {
+        return {this, i0};
+    }
+#else
     CELERITY_HD reference operator[](const id<Dims>& i) const { return m_origin[linear(i)]; }
     template <int D = Dims, std::enable_if_t<(D > 0), int> = 0>
     CELERITY_HD reference operator[](const item<Dims>& it) const {
@@ -258,6 +294,29 @@ class accessor {
     template <int D = Dims, std::enable_if_t<(D == 3), int> = 0>
     CELERITY_HD detail::plane_subscript<reference, pointer> operator[](size_t i0) const {
         return {m_origin + i0 * m_alloc.range[1] * m_alloc.range[2], m_alloc.range[2]};
+    }
+#endif
+    /// Element (i0, i1, i2) in buffer coordinates (unused dimensions 0). With boundary checking,
+    /// an index outside the declared box is recorded and yields a scratch element instead.
+    CELERITY_HD reference at(size_t i0, size_t i1, size_t i2) const {
+#if CELERITY_ACCESSOR_BOUNDARY_CHECK
+        if(m_record != nullptr
+            && (i0 - m_accessed.offset[0] >= m_accessed.range[0] || i1 - m_accessed.offset[1] >= m_accessed.range[1]
+                || i2 - m_accessed.offset[2] >= m_accessed.range[2])) {
+            const size_t lo[3] = {i0, i1, i2};
+            const size_t hi[3] = {i0 + 1, i1 + 1, i2 + 1};
+            celerity_accessor_record_box(m_record, lo, hi);
+            if(sizeof(T) <= m_record->fallback_size) return *static_cast<pointer>(m_record->fallback);
+            // Larger elements: the nearest element of the allocation.
+            size_t c[3] = {i0, i1, i2};
+            for(int d = 0; d < 3; ++d) {
+                const size_t first = m_alloc.offset[d], last = first + m_alloc.range[d] - 1;
+                c[d] = c[d] < first ? first : c[d] > last ? last : c[d];
+            }
+            return m_origin[(c[0] * m_alloc.range[1] + c[1]) * m_alloc.range[2] + c[2]];
+        }
+#endif
+        return m_origin[(i0 * m_alloc.range[1] + i1) * m_alloc.range[2] + i2];
     }
     template <int D = Dims, std::enable_if_t<(D == 0), int> = 0>
     CELERITY_HD reference operator*() const {
@@ -286,6 +345,7 @@ class accessor {
     celerity_subrange m_accessed{};
     range<Dims> m_buffer_range;
     uint32_t m_index = 0;
+    celerity_accessor_record* m_record = nullptr; // boundary checking; nullptr when off
 
     template <typename RangeMapper>
     accessor(const buffer<T, Dims>& buf, handler& cgh, const RangeMapper& rm) : m_buffer_range(buf.get_range()) {
@@ -299,6 +359,14 @@ class accessor {
         m_origin = detail::allocation_origin(m_base, a.allocation);
         m_alloc = a.allocation;
         m_accessed = a.accessed;
+        m_record = a.record;
+    }
+    static CELERITY_HD size_t coordinate(const id<Dims>& i, int d) {
+        if constexpr(Dims == 0) {
+            return 0;
+        } else {
+            return d < Dims ? i[d] : 0;
+        }
     }
     CELERITY_HD size_t linear(const id<Dims>& i) const {
         if constexpr(Dims == 0) {

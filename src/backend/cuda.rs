@@ -35,6 +35,7 @@ use parking_lot::Mutex;
 const GIB: f64 = (1u64 << 30) as f64;
 
 use super::SendPtr;
+use super::bounds::BoundsRecords;
 use super::event::{AsyncEvent, Completion, EventCompleter};
 use super::host::{host_copy_job, host_launch_job};
 use super::host_memory::HostAllocation;
@@ -758,6 +759,12 @@ impl Backend for CudaBackend {
             };
             launcher(&invocation, &environment)
         })
+    }
+
+    fn device_bounds_records(&self, _len: usize) -> Result<Option<BoundsRecords>> {
+        // Kernels cannot write pageable host memory; records in pinned, device-mapped memory
+        // are not implemented yet, so CUDA kernels run unchecked (host tasks are checked).
+        Ok(None)
     }
 
     fn poll(&mut self) -> Result<()> {

@@ -309,6 +309,7 @@ mod tests {
             allocated_box: GridBox::from_arrays([0, 0, 0], [16, 1, 1]),
             accessed_box: GridBox::from_arrays([0, 0, 0], [16, 1, 1]),
             elem_size: 4,
+            bounds: SendPtr(std::ptr::null_mut()),
         };
         let launcher: Launcher = Arc::new(|inv: &KernelInvocation, env: &LaunchEnvironment| {
             assert!(!env.cuda);

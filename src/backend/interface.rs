@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use super::SendPtr;
+use super::bounds::BoundsRecords;
 use super::event::AsyncEvent;
 use super::nd_memory::StridedBox;
 use super::system_info::SystemInfo;
@@ -30,6 +31,10 @@ pub struct AccessorInfo {
     pub accessed_box: GridBox,
     /// Bytes per element of the buffer.
     pub elem_size: usize,
+    /// With `accessor_boundary_check`: this accessor's [`BoundsRecord`]; otherwise null.
+    ///
+    /// [`BoundsRecord`]: super::bounds::BoundsRecord
+    pub bounds: SendPtr,
 }
 
 /// Everything a kernel or host task needs to run one chunk.
@@ -141,6 +146,13 @@ pub trait Backend: Send {
         launcher: Launcher,
         invocation: KernelInvocation,
     ) -> AsyncEvent;
+
+    /// Records for accessor boundary checking of a device kernel with `len` accessors, in
+    /// memory the kernel writes (host memory for emulated devices); `None` where the backend
+    /// cannot offer such memory, which leaves the kernel's accessors unchecked.
+    fn device_bounds_records(&self, len: usize) -> Result<Option<BoundsRecords>> {
+        BoundsRecords::new_host(len).map(Some)
+    }
 
     /// Advances asynchronous work (e.g. queries CUDA events) and completes finished events.
     /// Never blocks; the executor calls it on every loop iteration.

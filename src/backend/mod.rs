@@ -8,6 +8,7 @@
 //! page-locked host memory) and [`system_info`] (the memories and devices the instruction graph
 //! plans against).
 
+pub mod bounds;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod cuda_error_names;

@@ -9,7 +9,7 @@ use super::reduction::touched_buffers;
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{BoxVec, GridBox, Region, RegionBuilder};
 use crate::policy::ErrorPolicy;
-use crate::task::{Task, fmt_box_dims};
+use crate::task::{Task, fmt_box_dims, fmt_region};
 use crate::types::BufferId;
 
 /// Applies `policy` to a detected problem.
@@ -17,22 +17,12 @@ fn report(policy: ErrorPolicy, message: impl FnOnce() -> String) -> Result<()> {
     match policy {
         ErrorPolicy::Ignore => Ok(()),
         ErrorPolicy::Log => {
-            tracing::error!("{}", message());
+            // Warning level, as the task and instruction levels log access-pattern problems.
+            tracing::warn!("{}", message());
             Ok(())
         }
         ErrorPolicy::Error => Err(Error::new(ErrorKind::AccessPattern, message())),
     }
-}
-
-/// `[0,4)x[2,8) ∪ ...` over the region's effective dimensions.
-pub(super) fn fmt_region(region: &Region) -> String {
-    let dims = region.effective_dims().max(1);
-    let boxes: Vec<String> = region
-        .boxes()
-        .iter()
-        .map(|b| fmt_box_dims(b, dims))
-        .collect();
-    format!("{{{}}}", boxes.join(", "))
 }
 
 /// Per buffer, the elements written by more than one of `chunks`.

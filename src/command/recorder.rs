@@ -123,6 +123,29 @@ impl CommandRecorder {
             .push(CommandRecord::new(cmd, self.node, buffer_name));
     }
 
+    /// The records of the commands of the tasks `keep` selects, with the edges among them
+    /// (`graph_tasks`).
+    pub fn filtered(&self, keep: impl Fn(TaskId) -> bool) -> Self {
+        let records: Vec<CommandRecord> = self
+            .records
+            .iter()
+            .filter(|r| keep(r.task))
+            .cloned()
+            .collect();
+        let kept: std::collections::HashSet<CommandId> = records.iter().map(|r| r.id).collect();
+        let records = records
+            .into_iter()
+            .map(|mut r| {
+                r.dependencies.retain(|d| kept.contains(&d.node));
+                r
+            })
+            .collect();
+        Self {
+            node: self.node,
+            records,
+        }
+    }
+
     /// The node.
     pub fn node(&self) -> NodeId {
         self.node

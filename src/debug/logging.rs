@@ -1,5 +1,6 @@
 //! The runtime's log: `tracing` events written to stderr at the level of `log_level`, each line
-//! prefixed with the node id (`[N1] `) once the runtime knows it (`[N?] ` before).
+//! prefixed with the node id (`[N1] `) once the runtime knows it, and with `[celerity] ` before
+//! (e.g. warnings about the environment, written while the communicator starts).
 //!
 //! The node id is process-wide (one runtime per process); tests that run several in-process
 //! nodes in one process see the id of the runtime that started last.
@@ -23,10 +24,10 @@ pub fn set_node(node: NodeId) {
     NODE.store(node.0, Ordering::Relaxed);
 }
 
-/// The `[N1] ` prefix of log lines.
+/// The `[N1] ` prefix of log lines (`[celerity] ` while the node is not known).
 pub fn prefix() -> String {
     match NODE.load(Ordering::Relaxed) {
-        UNKNOWN => "[N?] ".to_owned(),
+        UNKNOWN => "[celerity] ".to_owned(),
         node => format!("[N{node}] "),
     }
 }
@@ -115,7 +116,11 @@ mod tests {
         let text = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
         assert!(!text.contains("hidden"), "{text}");
         let line = text.lines().find(|l| l.contains("shown")).expect("a line");
-        assert!(line.starts_with("[N"), "{line}");
+        assert!(
+            line.starts_with("[N") || line.starts_with("[celerity] "),
+            "{line}"
+        );
+        assert!(!line.starts_with("[N?]"), "{line}");
         assert!(line.contains("WARN"), "{line}");
     }
 }

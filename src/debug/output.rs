@@ -66,6 +66,42 @@ fn buffer_names(tasks: &TaskRecorder) -> impl Fn(BufferId) -> Option<String> + '
     }
 }
 
+/// The text of `node`'s instruction graph.
+fn instruction_graph_text(
+    format: GraphFormat,
+    node: NodeId,
+    tasks: &TaskRecorder,
+    instructions: &InstructionRecorder,
+) -> String {
+    let names = buffer_names(tasks);
+    let title = format!("Instruction Graph on {node}");
+    match format {
+        GraphFormat::Dot => graphviz::print_instruction_graph(instructions, &names, &title),
+        GraphFormat::Json => json::document(
+            "instruction",
+            &title,
+            &[json::instruction_graph(instructions, node, &names)],
+        ),
+    }
+}
+
+/// What every node other than 0 prints: its own instruction graph
+/// (`celerity_idag_node<k>`). Returns the path written.
+pub fn write_instruction_graph(
+    dir: &Path,
+    format: GraphFormat,
+    node: NodeId,
+    tasks: &TaskRecorder,
+    instructions: &InstructionRecorder,
+) -> Result<PathBuf> {
+    let [_, _, idag_path] = graph_paths(dir, format, node);
+    write(
+        &idag_path,
+        &instruction_graph_text(format, node, tasks, instructions),
+    )?;
+    Ok(idag_path)
+}
+
 /// What node 0 prints: the task graph, every node's command graph (as gathered, in node
 /// order) and its own instruction graph. Returns the paths written.
 pub fn write_graphs(
@@ -76,9 +112,8 @@ pub fn write_graphs(
     command_graphs: &[Vec<u8>],
     instructions: &InstructionRecorder,
 ) -> Result<Vec<PathBuf>> {
-    let [tdag_path, cdag_path, idag_path] = graph_paths(dir, format, node);
-    let names = buffer_names(tasks);
-    let (tdag, cdag, idag) = match format {
+    let [tdag_path, cdag_path, _] = graph_paths(dir, format, node);
+    let (tdag, cdag) = match format {
         GraphFormat::Dot => {
             let bodies: Vec<String> = command_graphs
                 .iter()
@@ -87,11 +122,6 @@ pub fn write_graphs(
             (
                 graphviz::print_task_graph(tasks, "Task Graph"),
                 graphviz::combine_command_graphs(&bodies, "Command Graph"),
-                graphviz::print_instruction_graph(
-                    instructions,
-                    &names,
-                    &format!("Instruction Graph on {node}"),
-                ),
             )
         }
         GraphFormat::Json => {
@@ -102,17 +132,12 @@ pub fn write_graphs(
             (
                 json::document("task", "Task Graph", &[json::task_graph(tasks, node)]),
                 json::document("command", "Command Graph", &parts),
-                json::document(
-                    "instruction",
-                    &format!("Instruction Graph on {node}"),
-                    &[json::instruction_graph(instructions, node, &names)],
-                ),
             )
         }
     };
     write(&tdag_path, &tdag)?;
     write(&cdag_path, &cdag)?;
-    write(&idag_path, &idag)?;
+    let idag_path = write_instruction_graph(dir, format, node, tasks, instructions)?;
     Ok(vec![tdag_path, cdag_path, idag_path])
 }
 
@@ -125,6 +150,36 @@ pub fn trace_path(path: &Path, node: NodeId) -> PathBuf {
         name.push(format!(".N{}", node.0));
         PathBuf::from(name)
     }
+}
+
+/// What a node contributes to the merged trace: its trace time at the shutdown barrier, then its
+/// events, one per line.
+pub fn trace_part(log: &TraceLog, sync_us: f64) -> Vec<u8> {
+    let mut part = format!("{sync_us:.3}\n");
+    part.push_str(&log.to_events().join("\n"));
+    part.into_bytes()
+}
+
+/// Node 0 writes the parts of all nodes (index = node) to `path`, on node 0's timeline: every
+/// node's trace counts from the common init barrier, and a node whose clock ran at another rate
+/// until the shutdown barrier is scaled to node 0's.
+pub fn write_merged_trace(path: &Path, parts: &[Vec<u8>]) -> Result<PathBuf> {
+    let mut events = Vec::new();
+    let mut reference = None;
+    for part in parts {
+        let text = String::from_utf8_lossy(part);
+        let (sync, body) = text.split_once('\n').unwrap_or((&text, ""));
+        let sync: f64 = sync.parse().unwrap_or(0.0);
+        let reference = *reference.get_or_insert(sync);
+        let scale = if sync > 0.0 { reference / sync } else { 1.0 };
+        events.extend(
+            body.lines()
+                .filter(|l| !l.is_empty())
+                .map(|l| super::trace::rescale_times(l, scale)),
+        );
+    }
+    write(path, &super::trace::document(&events))?;
+    Ok(path.to_owned())
 }
 
 /// Writes this node's trace to its file; returns the path.

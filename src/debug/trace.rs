@@ -361,7 +361,14 @@ impl TraceLog {
 
     /// The trace as a Chrome trace event JSON document.
     pub fn to_json(&self) -> String {
+        document(&self.to_events())
+    }
+
+    /// The trace's events, one JSON object each (no newlines inside). Async-slice and flow ids
+    /// carry the node in their upper 32 bits, so the events of several nodes can share a file.
+    pub fn to_events(&self) -> Vec<String> {
         let pid = self.node.0;
+        let id_base = pid << 32;
         let mut events: Vec<String> = Vec::with_capacity(self.slices.len() + 8);
         events.push(format!(
             "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":{}}}}}",
@@ -388,12 +395,13 @@ impl TraceLog {
                 slice.tid
             );
             if slice.asynchronous {
+                let id = id_base | n as u64;
                 events.push(format!(
-                    "{{{common},\"ph\":\"b\",\"id\":{n},\"ts\":{:.3},\"args\":{{{args}}}}}",
+                    "{{{common},\"ph\":\"b\",\"id\":{id},\"ts\":{:.3},\"args\":{{{args}}}}}",
                     slice.start_us
                 ));
                 events.push(format!(
-                    "{{{common},\"ph\":\"e\",\"id\":{n},\"ts\":{:.3}}}",
+                    "{{{common},\"ph\":\"e\",\"id\":{id},\"ts\":{:.3}}}",
                     slice.end_us
                 ));
             } else {
@@ -405,6 +413,7 @@ impl TraceLog {
             }
         }
         for (flow, &(from, to)) in self.flows.iter().enumerate() {
+            let flow = id_base | flow as u64;
             let (a, b) = (&self.slices[from], &self.slices[to]);
             // The arrow leaves the predecessor just before its end and enters the successor
             // at its start.
@@ -419,9 +428,56 @@ impl TraceLog {
                 b.start_us.max(leave)
             ));
         }
-        format!(
-            "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n{}\n]}}\n",
-            events.join(",\n")
-        )
+        events
+    }
+}
+
+/// A Chrome trace event JSON document of `events`.
+pub fn document(events: &[String]) -> String {
+    format!(
+        "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n{}\n]}}\n",
+        events.join(",\n")
+    )
+}
+
+/// `event` with its `ts` and `dur` values multiplied by `scale` (a clock-rate correction).
+pub fn rescale_times(event: &str, scale: f64) -> String {
+    let mut out = String::with_capacity(event.len());
+    let mut rest = event;
+    while let Some(at) = ["\"ts\":", "\"dur\":"]
+        .iter()
+        .filter_map(|key| rest.find(key).map(|i| (i, key.len())))
+        .min()
+    {
+        let (index, key_len) = at;
+        let start = index + key_len;
+        out.push_str(&rest[..start]);
+        let len = rest[start..]
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e'))
+            .unwrap_or(rest.len() - start);
+        match rest[start..start + len].parse::<f64>() {
+            Ok(value) => {
+                let _ = write!(out, "{:.3}", value * scale);
+            }
+            Err(_) => out.push_str(&rest[start..start + len]),
+        }
+        rest = &rest[start + len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rescaling_touches_only_timestamps_and_durations() {
+        let event = r#"{"name":"a \"ts\":5","cat":"kernel","ph":"X","ts":100.000,"dur":10.500,"args":{"bytes":64}}"#;
+        assert_eq!(
+            rescale_times(event, 2.0),
+            r#"{"name":"a \"ts\":5","cat":"kernel","ph":"X","ts":200.000,"dur":21.000,"args":{"bytes":64}}"#
+        );
+        assert_eq!(rescale_times(r#"{"ph":"M"}"#, 2.0), r#"{"ph":"M"}"#);
     }
 }

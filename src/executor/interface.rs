@@ -9,8 +9,9 @@ use crate::comm::OutboundPilot;
 use crate::debug::trace::TraceLog;
 use crate::error::Error;
 use crate::instruction::Instruction;
+use crate::policy::ErrorPolicy;
 use crate::task::spmd::TaskDigest;
-use crate::types::{AllocationId, HostObjectId, ReductionId, TaskId};
+use crate::types::{AllocationId, BufferId, HostObjectId, ReductionId, TaskId};
 use crate::user_objects::{HostObjectInstance, Reducer, UserMemory};
 
 /// What the executor reports back, on its own thread.
@@ -21,6 +22,10 @@ pub trait ExecutorDelegate: Send + Sync {
     fn epoch_reached(&self, task: TaskId);
     /// An instruction failed; the message names its task.
     fn async_error(&self, error: Error);
+    /// The debug name of buffer `bid`, for messages.
+    fn buffer_name(&self, _bid: BufferId) -> Option<String> {
+        None
+    }
     /// No instruction completed for `stall_timeout`; `report` lists what is pending (it is also
     /// logged as a warning). Called once per stall.
     fn stall_detected(&self, _report: &str) {}
@@ -55,6 +60,8 @@ pub struct ExecutorConfig {
     pub stall_timeout: Duration,
     /// Record a trace of executed instructions, timed from this instant (`trace_file`).
     pub trace_epoch: Option<Instant>,
+    /// `accessor_boundary_check`: `Ignore` hands kernels no bounds records.
+    pub accessor_boundary_check: ErrorPolicy,
 }
 
 impl Default for ExecutorConfig {
@@ -62,6 +69,7 @@ impl Default for ExecutorConfig {
         Self {
             stall_timeout: Duration::from_secs(20),
             trace_epoch: None,
+            accessor_boundary_check: ErrorPolicy::Ignore,
         }
     }
 }

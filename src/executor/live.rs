@@ -19,15 +19,17 @@
 //! that shutdown stays clean. The thread ends once the shutdown epoch has run and every
 //! instruction has completed; it then checks that every allocation was freed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, TryRecvError};
 use smallvec::SmallVec;
 
+mod reports;
 mod start;
 
+use super::bounds_check::ArmedCheck;
 use super::control::{ControlMessage, SpmdChecker};
 use super::engine::{Assignment, EngineInstruction, OutOfOrderEngine};
 use super::interface::{ExecutorConfig, ExecutorDelegate, ExecutorMessage};
@@ -46,6 +48,7 @@ use crate::task::Task;
 use crate::task::spmd::TaskDigest;
 use crate::types::{
     AllocationId, CollectiveGroupId, HostObjectId, IdMap, InstructionId, MemoryId, ReductionId,
+    TaskId,
 };
 use crate::user_objects::{HostObjectInstance, Reducer, UserMemory};
 
@@ -84,6 +87,12 @@ pub(super) struct Executor {
     stall_reported: bool,
     /// Present only with `trace_file`: one check per dispatch and retirement otherwise.
     trace: Option<Box<TraceLog>>,
+    /// The bounds records of running kernel and host-task chunks.
+    bounds_checks: HashMap<InstructionId, ArmedCheck>,
+    /// Tasks whose failure was reported (further failures of their chunks are not).
+    failed_tasks: HashSet<TaskId>,
+    /// Allocations whose alloc failed: work needing them is dropped, their free skipped.
+    failed_allocations: HashSet<AllocationId>,
 }
 
 /// The launcher a kernel or host task carries.
@@ -143,6 +152,9 @@ impl Executor {
             last_progress: Instant::now(),
             stall_reported: false,
             trace,
+            bounds_checks: HashMap::new(),
+            failed_tasks: HashSet::new(),
+            failed_allocations: HashSet::new(),
         }
     }
 
@@ -295,7 +307,10 @@ impl Executor {
                         }
                     }
                     Some(Ok(Completion::Done)) | None => {}
-                    Some(Err(error)) => self.report(flight.id, error),
+                    Some(Err(error)) => match flight.allocation {
+                        Some(allocation) => self.allocation_failed(flight.id, allocation, error),
+                        None => self.report(flight.id, error),
+                    },
                 }
             }
             self.complete(flight.id);
@@ -304,6 +319,9 @@ impl Executor {
     }
 
     fn complete(&mut self, id: InstructionId) {
+        if let Some(check) = self.bounds_checks.remove(&id) {
+            self.report_bounds_violations(id, &check);
+        }
         if let Some(trace) = &mut self.trace {
             trace.instruction_retired(id);
         }
@@ -429,27 +447,12 @@ impl Executor {
         self.failure.clone().map_or(Ok(()), Err)
     }
 
-    /// Reports a failure of instruction `id`, naming its task.
-    fn report(&mut self, id: InstructionId, error: Error) {
-        let context = match self.instructions.get(&id).map(|i| i.kind()) {
-            Some(
-                InstructionKind::DeviceKernel { task, .. } | InstructionKind::HostTask { task, .. },
-            ) => {
-                format!(
-                    "{} ({} {id})",
-                    task_context(task),
-                    self.instructions[&id].kind().name()
-                )
-            }
-            Some(kind) => format!("{} instruction {id}", kind.name()),
-            None => format!("instruction {id}"),
-        };
-        self.fail(error.context(context));
-    }
-
     fn pointer(&self, allocation: AllocationId) -> Result<usize> {
         if allocation.is_null() {
             return Ok(0);
+        }
+        if self.failed_allocations.contains(&allocation) {
+            return Err(reports::dropped());
         }
         self.allocations
             .get(&allocation)
@@ -515,6 +518,7 @@ impl Executor {
                     allocated_box: a.allocated_box,
                     accessed_box: a.accessed_box,
                     elem_size: a.elem_size,
+                    bounds: SendPtr(std::ptr::null_mut()),
                 })
             })
             .collect::<Result<Vec<_>>>()?;

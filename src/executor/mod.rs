@@ -4,6 +4,7 @@
 //! instructions on a backend and a communicator, `dry_run` only reports epochs and horizons;
 //! [`engine`] decides when and where each instruction runs.
 
+mod bounds_check;
 pub mod builtin_reducers;
 pub mod control;
 mod dry_run;

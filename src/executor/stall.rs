@@ -32,7 +32,9 @@ pub fn describe(instruction: &Instruction) -> String {
             format!("{name} of {} on {device}", task_text(task))
         }
         K::HostTask { task, .. } | K::Fence { task } => format!("{name} of {}", task_text(task)),
-        K::Epoch { task, action, .. } => format!("{name} {} ({action:?})", task.id()),
+        K::Epoch { task, action, .. } => {
+            format!("{name} {} ({})", task.id(), action.description())
+        }
         K::Horizon { task, .. } => format!("{name} {task}"),
         K::Receive { transfer, .. }
         | K::SplitReceive { transfer, .. }

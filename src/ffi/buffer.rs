@@ -28,6 +28,11 @@ pub(crate) struct BufferHandle {
 
 static BUFFERS: Registry<BufferHandle> = Registry::new(HandleKind::Buffer);
 
+/// Invalidates the handles of buffers the program never released (at shutdown).
+pub(crate) fn take_unreleased() -> Vec<BufferHandle> {
+    BUFFERS.take_all().iter().map(|b| **b).collect()
+}
+
 /// The buffer behind handle argument `argument`.
 pub(crate) fn lookup(buf: *const celerity_buffer, argument: &str) -> Result<BufferHandle> {
     BUFFERS.get(handle::from_ptr(buf), argument).map(|b| *b)

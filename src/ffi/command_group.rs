@@ -63,6 +63,16 @@ struct PendingGroup {
 
 static GROUPS: Registry<Mutex<PendingGroup>> = Registry::new(HandleKind::CommandGroup);
 
+/// Invalidates the handles of command groups that were never submitted nor destroyed (at
+/// shutdown); returns their names (`None`: unnamed).
+pub(crate) fn take_unsubmitted() -> Vec<Option<String>> {
+    GROUPS
+        .take_all()
+        .iter()
+        .map(|state| state.lock().group.name.clone())
+        .collect()
+}
+
 /// Runs `f` on the command group `cg` with the runtime (whose thread and state are checked).
 fn with_cg<T>(
     cg: *mut celerity_cg,
@@ -393,6 +403,7 @@ fn c_launcher(
                     allocation: a.allocated_box.into(),
                     accessed: a.accessed_box.into(),
                     elem_size: a.elem_size,
+                    record: a.bounds.0.cast(),
                 })
                 .collect();
             let reductions: Vec<*mut c_void> =

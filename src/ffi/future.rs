@@ -23,6 +23,12 @@ pub struct celerity_future {
 
 static FUTURES: Registry<Arc<Promise>> = Registry::new(HandleKind::Future);
 
+/// Invalidates the handles of futures the program never released (at shutdown); returns how
+/// many there were.
+pub(crate) fn take_unreleased() -> usize {
+    FUTURES.take_all().len()
+}
+
 /// When to use lookahead (see `celerity_set_lookahead`).
 pub type celerity_lookahead = u32;
 /// Compile every command at once.

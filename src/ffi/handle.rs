@@ -197,13 +197,29 @@ impl<T> Registry<T> {
         Ok(value)
     }
 
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "leak checks at shutdown (C API issue)")
-    )]
     /// How many handles of this kind are alive.
+    #[cfg(test)]
     pub(crate) fn live(&self) -> usize {
         self.slots.lock().live
+    }
+
+    /// Invalidates every live handle (the program never released them) and returns their
+    /// objects, oldest slot first.
+    pub(crate) fn take_all(&self) -> Vec<Arc<T>> {
+        let mut slots = self.slots.lock();
+        let mut taken = Vec::with_capacity(slots.live);
+        let mut freed = Vec::new();
+        for (index, slot) in slots.entries.iter_mut().enumerate() {
+            if let Some(value) = slot.value.take() {
+                taken.push(value);
+                if slot.generation + 1 < GENERATION_LIMIT {
+                    freed.push(index as u32);
+                }
+            }
+        }
+        slots.free.extend(freed);
+        slots.live = 0;
+        taken
     }
 }
 
@@ -234,6 +250,12 @@ mod tests {
         assert_eq!(registry.live(), 2);
         assert_eq!(*registry.remove(a, "cfg").unwrap(), 7);
         assert_eq!(registry.live(), 1);
+        let taken: Vec<i32> = registry.take_all().iter().map(|v| **v).collect();
+        assert_eq!(taken, [8]);
+        assert_eq!(registry.live(), 0);
+        assert!(registry.get(b, "cfg").is_err());
+        let c = registry.insert(9).unwrap();
+        assert_ne!(b, c, "a reused slot must get a new generation");
     }
 
     #[test]

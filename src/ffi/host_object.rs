@@ -24,6 +24,12 @@ pub struct celerity_collective_group {
 static HOST_OBJECTS: Registry<HostObjectId> = Registry::new(HandleKind::HostObject);
 static GROUPS: Registry<CollectiveGroupId> = Registry::new(HandleKind::CollectiveGroup);
 
+/// Invalidates the handles of host objects and collective groups the program never released (at
+/// shutdown); returns how many of each there were.
+pub(crate) fn take_unreleased() -> (usize, usize) {
+    (HOST_OBJECTS.take_all().len(), GROUPS.take_all().len())
+}
+
 /// The host object behind handle argument `argument`.
 pub(crate) fn lookup_host_object(
     obj: *const celerity_host_object,

@@ -15,6 +15,27 @@ pub const CELERITY_BACKEND_HOST: celerity_backend = 0;
 /// CUDA devices.
 pub const CELERITY_BACKEND_CUDA: celerity_backend = 1;
 
+/// Where accessor boundary checking (`accessor_boundary_check`) records the element accesses of
+/// one accessor outside its `accessed` box; written by `celerity_accessor_check_box` (and so by
+/// `celerity_accessor_ptr`) with atomic operations, from host code or CUDA device code, and
+/// reported by the runtime after the chunk completed. Indices are recorded as signed values, so
+/// an underflowing `i - 1` shows as -1.
+#[repr(C)]
+#[derive(Debug)]
+pub struct celerity_accessor_record {
+    /// Number of out-of-bounds element accesses.
+    pub count: u64,
+    /// Per dimension, the smallest offending index (INT64_MAX while none).
+    pub min: [i64; 3],
+    /// Per dimension, the largest offending index (INT64_MIN while none).
+    pub max: [i64; 3],
+    /// `fallback_size` bytes that out-of-bounds accesses are redirected to, so a wrong index
+    /// does not touch memory outside the allocation.
+    pub fallback: *mut c_void,
+    /// Size of `fallback` in bytes (larger elements are clamped into the allocation instead).
+    pub fallback_size: u64,
+}
+
 /// One buffer access of a kernel chunk, resolved to memory. Element `(i0, i1, i2)` lives at
 /// `base + (((i0 - allocation.offset[0]) * allocation.range[1] + (i1 - allocation.offset[1]))
 /// * allocation.range[2] + (i2 - allocation.offset[2])) * elem_size`; see
@@ -31,6 +52,9 @@ pub struct celerity_accessor {
     pub accessed: celerity_subrange,
     /// Bytes per element.
     pub elem_size: usize,
+    /// With `accessor_boundary_check` on: where accesses outside `accessed` are recorded;
+    /// NULL when checking is off (the inline helpers then skip the check).
+    pub record: *mut celerity_accessor_record,
 }
 
 /// Everything a kernel or host task needs to compute its chunk. Valid only during the call.

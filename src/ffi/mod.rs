@@ -53,7 +53,23 @@ const _: () = {
     assert!(size_of::<geometry::celerity_subrange>() == 48);
     assert!(size_of::<geometry::celerity_chunk>() == 80);
     assert!(size_of::<range_mapper::celerity_range_mapper>() == 104);
-    assert!(size_of::<kernel::celerity_accessor>() == 112);
+    assert!(size_of::<kernel::celerity_accessor>() == 120);
+    assert!(size_of::<kernel::celerity_accessor_record>() == 72);
     assert!(size_of::<kernel::celerity_kernel_context>() == 184);
     assert!(size_of::<reduction::celerity_reduction_op>() == 40);
+};
+
+// The runtime writes records as `BoundsRecord` and C reads them as `celerity_accessor_record`.
+const _: () = {
+    use std::mem::{align_of, offset_of, size_of};
+
+    use crate::backend::bounds::BoundsRecord;
+    use kernel::celerity_accessor_record as C;
+    assert!(size_of::<BoundsRecord>() == size_of::<C>());
+    assert!(align_of::<BoundsRecord>() == align_of::<C>());
+    assert!(offset_of!(BoundsRecord, count) == offset_of!(C, count));
+    assert!(offset_of!(BoundsRecord, min) == offset_of!(C, min));
+    assert!(offset_of!(BoundsRecord, max) == offset_of!(C, max));
+    assert!(offset_of!(BoundsRecord, fallback) == offset_of!(C, fallback));
+    assert!(offset_of!(BoundsRecord, fallback_size) == offset_of!(C, fallback_size));
 };

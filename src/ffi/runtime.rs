@@ -15,9 +15,11 @@ use super::boundary::{self, OutPtr};
 use super::config::{self, celerity_config};
 use super::kernel::{CELERITY_BACKEND_CUDA, CELERITY_BACKEND_HOST, celerity_backend};
 use super::status::celerity_status;
+use super::{buffer, command_group, future, host_object};
 use crate::error::{Error, Result};
 use crate::runtime::config::{ConfigBuilder, LogLevel};
 use crate::runtime::{BackendKind, Runtime};
+use crate::task::BufferLabel;
 
 enum Slot {
     Uninitialized,
@@ -35,10 +37,14 @@ static RUNTIME: Mutex<Slot> = Mutex::new(Slot::Uninitialized);
 /// in `celerity_wait`, say) is refused at once instead of deadlocking.
 static RUNTIME_THREAD: Mutex<Option<ThreadId>> = Mutex::new(None);
 
-fn wrong_thread(owner: ThreadId) -> Error {
+/// Names the calling thread by its role or name, never by a Rust thread id.
+fn wrong_thread() -> Error {
+    let caller = match std::thread::current().name() {
+        Some(name) => format!("thread \"{name}\""),
+        None => "another thread".to_owned(),
+    };
     Error::invalid_state(format!(
-        "called from thread {:?}, but the runtime belongs to thread {owner:?} that called celerity_runtime_init",
-        std::thread::current().id()
+        "called from {caller}; only the application thread that initialised the runtime (the one that called celerity_runtime_init) may make this call"
     ))
 }
 
@@ -115,7 +121,7 @@ fn with_runtime_locked<T>(f: impl FnOnce(&mut Runtime) -> Result<T>) -> Result<T
     if let Some(owner) = *RUNTIME_THREAD.lock()
         && owner != std::thread::current().id()
     {
-        return Err(wrong_thread(owner));
+        return Err(wrong_thread());
     }
     let _inside = InsideRuntime::enter()?;
     let mut slot = RUNTIME.lock();
@@ -126,7 +132,7 @@ fn with_runtime_locked<T>(f: impl FnOnce(&mut Runtime) -> Result<T>) -> Result<T
         Slot::ShutDown => Err(Error::invalid_state("the runtime has been shut down")),
         Slot::Running { runtime, thread } => {
             if *thread != std::thread::current().id() {
-                return Err(wrong_thread(*thread));
+                return Err(wrong_thread());
             }
             f(runtime)
         }
@@ -291,7 +297,7 @@ pub extern "C" fn celerity_runtime_shutdown() -> celerity_status {
         if let Some(owner) = *RUNTIME_THREAD.lock()
             && owner != std::thread::current().id()
         {
-            return Err(wrong_thread(owner));
+            return Err(wrong_thread());
         }
         let outcome = shut_down_locked();
         run_deferred_callbacks();
@@ -312,6 +318,7 @@ fn shut_down_locked() -> Result<()> {
                         "celerity_runtime_shutdown must be called from the thread that called celerity_runtime_init",
                     ));
                 }
+                release_leaked_handles(runtime);
                 let outcome = runtime.shutdown();
                 let Slot::Running { runtime, .. } = std::mem::replace(&mut *slot, Slot::ShutDown)
                 else {
@@ -325,6 +332,79 @@ fn shut_down_locked() -> Result<()> {
             }
         }
     }
+}
+
+/// `n thing(s)`, with the plural spelled out.
+fn counted(n: usize, singular: &str, plural: &str) -> String {
+    format!("{n} {}", if n == 1 { singular } else { plural })
+}
+
+/// Names, in one warning line, the handles the program never released (buffers, host objects,
+/// collective groups, futures, command groups never submitted) and invalidates them; the
+/// runtime's shutdown then releases what they stood for.
+fn release_leaked_handles(runtime: &Runtime) {
+    let mut parts = Vec::new();
+    let buffers = buffer::take_unreleased();
+    if !buffers.is_empty() {
+        let names: Vec<String> = buffers
+            .iter()
+            .map(|b| {
+                let name = runtime
+                    .buffer(b.bid)
+                    .ok()
+                    .and_then(|info| info.name.clone());
+                BufferLabel {
+                    id: b.bid,
+                    name: name.as_deref(),
+                }
+                .to_string()
+            })
+            .collect();
+        parts.push(format!(
+            "{} ({})",
+            counted(buffers.len(), "buffer", "buffers"),
+            names.join(", ")
+        ));
+    }
+    let (host_objects, groups) = host_object::take_unreleased();
+    if host_objects > 0 {
+        parts.push(counted(host_objects, "host object", "host objects"));
+    }
+    if groups > 0 {
+        parts.push(counted(groups, "collective group", "collective groups"));
+    }
+    let futures = future::take_unreleased();
+    if futures > 0 {
+        parts.push(counted(futures, "future", "futures"));
+    }
+    let cgs = command_group::take_unsubmitted();
+    if !cgs.is_empty() {
+        let names: Vec<String> = cgs
+            .iter()
+            .map(|n| {
+                n.as_ref()
+                    .map_or("unnamed".to_owned(), |n| format!("\"{n}\""))
+            })
+            .collect();
+        parts.push(format!(
+            "{} never submitted ({})",
+            counted(cgs.len(), "command group", "command groups"),
+            names.join(", ")
+        ));
+    }
+    if parts.is_empty() {
+        return;
+    }
+    let list = match parts.len() {
+        1 => parts.remove(0),
+        _ => {
+            let last = parts.pop().unwrap_or_default();
+            format!("{} and {last}", parts.join(", "))
+        }
+    };
+    tracing::warn!(
+        "celerity_runtime_shutdown: the program did not release {list}; releasing them now"
+    );
 }
 
 /// Writes node, node count, device count, backend and dry-run flag to `*out`.

@@ -35,7 +35,8 @@ pub const CELERITY_ERROR_INTERNAL: celerity_status = 9;
 
 /// The ABI version this header describes. Compare with `celerity_abi_version()` at run time to
 /// detect a program built against a different library than the one it loaded.
-pub const CELERITY_ABI_VERSION: u32 = 1;
+/// 2: `celerity_accessor` gained `record` (accessor boundary checking).
+pub const CELERITY_ABI_VERSION: u32 = 2;
 
 /// The status that reports errors of `kind`.
 pub(crate) fn status_of(kind: ErrorKind) -> celerity_status {

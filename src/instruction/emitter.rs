@@ -274,6 +274,11 @@ impl Emitter {
     /// Logs a warning (and records it).
     pub fn warn(&mut self, message: String) {
         tracing::warn!("{message}");
+        self.record_warning(message);
+    }
+
+    /// Records a warning for the graph output without logging it.
+    pub fn record_warning(&mut self, message: String) {
         if let Some(r) = &mut self.recorder {
             r.warnings.push(message);
         }

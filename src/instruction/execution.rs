@@ -26,7 +26,7 @@ use crate::grid::{
     merge_overlapping_bounding_boxes, split_1d, split_2d,
 };
 use crate::policy::ErrorPolicy;
-use crate::task::{ExecutionTarget, Task};
+use crate::task::{BufferLabel, ExecutionTarget, Task, fmt_region};
 use crate::types::{AllocationId, BufferId, CollectiveGroupId, DeviceId, InstructionId, MemoryId};
 
 use super::buffer_state::{PerMemory, clip};
@@ -250,16 +250,23 @@ impl InstructionGraphGenerator {
         if overlaps.is_empty() {
             return;
         }
-        let mut message = format!(
-            "{} has overlapping writes on {} in",
+        // The same words as the command level's report of overlaps between nodes.
+        let list: Vec<String> = overlaps
+            .iter()
+            .map(|(bid, overlap)| {
+                let label = BufferLabel {
+                    id: *bid,
+                    name: self.buffers.get(bid).and_then(|b| b.name.as_deref()),
+                };
+                format!("{label} {}", fmt_region(overlap))
+            })
+            .collect();
+        let message = format!(
+            "{} has overlapping writes between chunks on {} in {}; choose a non-overlapping range \
+             mapper for the write or constrain the split",
             task.title(),
-            self.local_node
-        );
-        for (bid, overlap) in &overlaps {
-            message.push_str(&format!(" {bid} {overlap:?}"));
-        }
-        message.push_str(
-            ". Choose a non-overlapping range mapper for this write access or constrain the split to make the access non-overlapping.",
+            self.local_node,
+            list.join(", ")
         );
         self.report(self.policies.overlapping_write, || message);
     }
@@ -330,11 +337,16 @@ impl InstructionGraphGenerator {
                 }
             }
             if !uninitialized.is_empty() {
-                let region = uninitialized.into_region();
+                let region = fmt_region(&uninitialized.into_region());
+                let buffer = BufferLabel {
+                    id: bid,
+                    name: self.buffers.get(&bid).and_then(|b| b.name.as_deref()),
+                }
+                .to_string();
                 let label = task.label().to_string();
                 self.report(self.policies.uninitialized_read, || {
                     format!(
-                        "Instructions for {label} are trying to read {bid} {region:?}, which is neither found locally nor has been await-pushed before."
+                        "Instructions for {label} are trying to read {buffer} {region}, which is neither found locally nor has been await-pushed before."
                     )
                 });
             }

@@ -20,8 +20,9 @@
 //! the epoch of all tracking state, an epoch applies itself.
 //!
 //! An access-pattern error under policy `Error` (uninitialised read, overlapping write, refused
-//! oversubscription) makes `compile` return `Err` after generating the (racy but complete)
-//! batch, which is then dropped: the runtime must treat it as fatal, as Celerity does.
+//! oversubscription) is kept for `take_policy_error`, and `compile` still returns the (racy but
+//! complete) batch: the runtime runs it, so that generator and executor agree on every
+//! allocation and shutdown stays clean, and fails at the next synchronising call.
 
 use std::sync::Arc;
 
@@ -257,7 +258,9 @@ impl InstructionGraphGenerator {
     /// scheduler can treat all three generators alike.
     pub fn prune_before_epoch(&mut self, _epoch: TaskId) {}
 
-    /// Compiles one command into a batch.
+    /// Compiles one command into a batch. An access-pattern problem under policy `Error` still
+    /// yields the batch (the work runs, so generator and executor stay consistent and nothing
+    /// is left half-allocated); [`Self::take_policy_error`] returns it.
     pub fn compile(&mut self, command: &Command) -> Result<Batch> {
         let task = command.task();
         let result = match command.kind() {
@@ -297,10 +300,12 @@ impl InstructionGraphGenerator {
         };
         let batch = self.em.flush();
         result?;
-        match self.error.take() {
-            Some(e) => Err(e),
-            None => Ok(batch),
-        }
+        Ok(batch)
+    }
+
+    /// The access-pattern error of the last compiled command under policy `Error`, if any.
+    pub fn take_policy_error(&mut self) -> Option<Error> {
+        self.error.take()
     }
 
     /// Reports an access-pattern problem according to `policy`.
@@ -309,8 +314,9 @@ impl InstructionGraphGenerator {
             ErrorPolicy::Ignore => {}
             ErrorPolicy::Log => self.em.warn(message()),
             ErrorPolicy::Error => {
+                // Reported once, as the task's failure (the runtime logs it).
                 let message = message();
-                self.em.warn(message.clone());
+                self.em.record_warning(message.clone());
                 if self.error.is_none() {
                     self.error = Some(Error::new(ErrorKind::AccessPattern, message));
                 }

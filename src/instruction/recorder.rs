@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::comm::OutboundPilot;
 use crate::grid::{GridBox, Region};
-use crate::types::{BufferId, CommandId, HostObjectId, InstructionId, TransferId};
+use crate::types::{BufferId, CommandId, HostObjectId, InstructionId, TaskId, TransferId};
 
 use super::instruction::{Instruction, InstructionKind};
 
@@ -190,6 +190,18 @@ impl InstructionRecord {
     }
 }
 
+/// The task an instruction names, if any.
+fn task_of(kind: &InstructionKind) -> Option<TaskId> {
+    match kind {
+        InstructionKind::DeviceKernel { task, .. }
+        | InstructionKind::HostTask { task, .. }
+        | InstructionKind::Fence { task }
+        | InstructionKind::Epoch { task, .. } => Some(task.id()),
+        InstructionKind::Horizon { task, .. } => Some(*task),
+        _ => None,
+    }
+}
+
 /// Everything a generator produced, in generation order.
 #[derive(Debug, Clone, Default)]
 pub struct InstructionRecorder {
@@ -203,6 +215,45 @@ impl InstructionRecorder {
     /// An empty recorder.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The records of the instructions of the tasks `keep` selects, with the edges among them
+    /// (`graph_tasks`). Kernels, host tasks, fences, horizons and epochs name their task; an
+    /// instruction without one (alloc, copy, send, ...) belongs to the next one that does, as
+    /// the generator emits a command's instructions before its kernel or epoch.
+    pub fn filtered(&self, keep: impl Fn(TaskId) -> bool) -> Self {
+        let mut owner: Option<TaskId> = None;
+        let mut kept_rev = Vec::new();
+        for record in self.instructions.iter().rev() {
+            if let Some(task) = task_of(record.kind()) {
+                owner = Some(task);
+            }
+            if owner.is_some_and(&keep) {
+                kept_rev.push(record.clone());
+            }
+        }
+        kept_rev.reverse();
+        let ids: std::collections::HashSet<InstructionId> =
+            kept_rev.iter().map(InstructionRecord::id).collect();
+        for record in &mut kept_rev {
+            record.dependencies.retain(|(d, _)| ids.contains(d));
+        }
+        let pilots = self
+            .pilots
+            .iter()
+            .filter(|p| {
+                kept_rev.iter().any(|r| {
+                    matches!(r.kind(), InstructionKind::Send { message, .. } if *message == p.message.id)
+                })
+            })
+            .cloned()
+            .collect();
+        Self {
+            instructions: kept_rev,
+            pilots,
+            await_push_commands: self.await_push_commands.clone(),
+            warnings: self.warnings.clone(),
+        }
     }
 
     /// The recorded instructions, in id order.

@@ -43,6 +43,8 @@ pub struct Config {
     pub graph_dir: PathBuf,
     /// `graph_format`.
     pub graph_format: GraphFormat,
+    /// `graph_tasks`: print only the records of tasks `first..=last` (all when `None`).
+    pub graph_tasks: Option<(u64, u64)>,
     /// `trace_file`.
     pub trace_file: Option<PathBuf>,
     /// `uninitialized_read`.
@@ -51,6 +53,9 @@ pub struct Config {
     pub overlapping_write: ErrorPolicy,
     /// `stall_timeout`: report pending instructions when none completed for this long.
     pub stall_timeout: Duration,
+    /// `accessor_boundary_check`: `Ignore` gives kernels no bounds records (off), `Log` reports
+    /// violations at error level (on), `Error` also fails the task with `AccessPattern`.
+    pub accessor_boundary_check: ErrorPolicy,
     /// `pinned_memory_limit`: most bytes of page-locked host memory the CUDA backend holds.
     pub pinned_memory_limit: usize,
     /// `check_spmd`: compare the nodes' submissions at horizons and epochs (on in debug builds).
@@ -70,10 +75,12 @@ impl Default for Config {
             print_graphs: false,
             graph_dir: PathBuf::from("."),
             graph_format: GraphFormat::Dot,
+            graph_tasks: None,
             trace_file: None,
             uninitialized_read: ErrorPolicy::Log,
             overlapping_write: ErrorPolicy::Log,
             stall_timeout: Duration::from_secs(20),
+            accessor_boundary_check: ErrorPolicy::Log,
             pinned_memory_limit: DEFAULT_PINNED_MEMORY_LIMIT,
             check_spmd: cfg!(debug_assertions),
         }
@@ -128,6 +135,21 @@ fn policy(value: &str) -> Option<ErrorPolicy> {
             ("error", ErrorPolicy::Error),
         ],
     )
+}
+
+/// `graph_tasks`: `N` (tasks T0 to T(N-1), N >= 1) or `A-B` / `TA-TB` (inclusive, A <= B).
+fn task_range(value: &str) -> Option<(u64, u64)> {
+    let id = |s: &str| s.trim().trim_start_matches(['T', 't']).parse::<u64>().ok();
+    match value.split_once('-') {
+        Some((first, last)) => {
+            let (first, last) = (id(first)?, id(last)?);
+            (first <= last).then_some((first, last))
+        }
+        None => {
+            let n = value.trim().parse::<u64>().ok()?;
+            (n >= 1).then(|| (0, n - 1))
+        }
+    }
 }
 
 /// Seconds in (0, 86400], integral or not (`20`, `0.5`).
@@ -261,6 +283,14 @@ const KEYS: &[Key] = &[
         },
     },
     Key {
+        name: "graph_tasks",
+        accepts: "a task count N (the first N tasks) or a range A-B of task ids (T prefixes allowed)",
+        apply: |c, v| {
+            c.graph_tasks = Some(task_range(v)?);
+            Some(())
+        },
+    },
+    Key {
         name: "trace_file",
         accepts: "a non-empty file path",
         apply: |c, v| {
@@ -289,6 +319,18 @@ const KEYS: &[Key] = &[
         accepts: BOOLEAN_ACCEPTS,
         apply: |c, v| {
             c.check_spmd = boolean(v)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "accessor_boundary_check",
+        accepts: "on/off, true/false, yes/no, 1/0 (any case), or a policy: ignore, log, error",
+        apply: |c, v| {
+            c.accessor_boundary_check = match boolean(v) {
+                Some(true) => ErrorPolicy::Log,
+                Some(false) => ErrorPolicy::Ignore,
+                None => policy(v)?,
+            };
             Some(())
         },
     },
@@ -508,6 +550,7 @@ mod tests {
             ("overlapping_write", "ignore"),
             ("stall_timeout", "2.5"),
             ("check_spmd", "off"),
+            ("accessor_boundary_check", "error"),
         ] {
             builder.set(key, value).unwrap();
         }
@@ -527,6 +570,54 @@ mod tests {
         assert_eq!(c.stall_timeout, Duration::from_millis(2500));
         assert!(!c.check_spmd);
         assert_eq!(Config::default().check_spmd, cfg!(debug_assertions));
+        assert_eq!(c.accessor_boundary_check, ErrorPolicy::Error);
+    }
+
+    #[test]
+    fn graph_tasks_takes_a_count_or_a_range() {
+        for (value, expected) in [
+            ("10", Some((0, 9))),
+            ("1", Some((0, 0))),
+            ("5-20", Some((5, 20))),
+            ("T5-T20", Some((5, 20))),
+            ("0", None),
+            ("20-5", None),
+            ("x", None),
+        ] {
+            let mut builder = ConfigBuilder::default();
+            match expected {
+                Some(range) => {
+                    builder.set("graph_tasks", value).unwrap();
+                    let (c, _) = builder.build(env(&[])).unwrap();
+                    assert_eq!(c.graph_tasks, Some(range), "{value}");
+                }
+                None => assert!(builder.set("graph_tasks", value).is_err(), "{value}"),
+            }
+        }
+    }
+
+    #[test]
+    fn accessor_boundary_check_takes_booleans_and_policies() {
+        assert_eq!(Config::default().accessor_boundary_check, ErrorPolicy::Log);
+        for (value, expected) in [
+            ("off", ErrorPolicy::Ignore),
+            ("0", ErrorPolicy::Ignore),
+            ("ON", ErrorPolicy::Log),
+            ("log", ErrorPolicy::Log),
+            ("error", ErrorPolicy::Error),
+            ("ignore", ErrorPolicy::Ignore),
+        ] {
+            let mut builder = ConfigBuilder::default();
+            builder.set("accessor_boundary_check", value).unwrap();
+            let (c, _) = builder.build(env(&[])).unwrap();
+            assert_eq!(c.accessor_boundary_check, expected, "{value}");
+        }
+        let mut builder = ConfigBuilder::default();
+        let err = builder
+            .set("accessor_boundary_check", "sometimes")
+            .unwrap_err();
+        assert!(err.message().contains("sometimes"), "{}", err.message());
+        assert!(err.message().contains("error"), "{}", err.message());
     }
 
     #[test]

@@ -34,6 +34,7 @@ use crate::error::{Error, Result};
 use crate::executor::{ExecutorConfig, ExecutorDelegate, ExecutorHandle, ExecutorMessage};
 use crate::grid::{Range, Subrange};
 use crate::instruction::{Batch, InstructionGraphGenerator, InstructionRecorder, Policies};
+use crate::policy::ErrorPolicy;
 use crate::scheduler::{SchedulerEvent, SchedulerHandle, SchedulerOutput, SchedulerSink};
 use crate::task::{
     CommandGroup, EpochAction, EpochTracker, Task, TaskDelegate, TaskManager, TaskManagerConfig,
@@ -69,6 +70,8 @@ struct Shared {
     scheduler: Mutex<Option<crossbeam_channel::Sender<SchedulerEvent>>>,
     stall_reports: Mutex<Vec<String>>,
     trace: Mutex<Option<TraceLog>>,
+    /// Buffer debug names, for the executor's messages.
+    buffer_names: Mutex<IdMap<BufferId, String>>,
 }
 
 impl ExecutorDelegate for Shared {
@@ -86,6 +89,10 @@ impl ExecutorDelegate for Shared {
     fn async_error(&self, error: Error) {
         tracing::error!("{error}");
         self.errors.lock().push(error);
+    }
+
+    fn buffer_name(&self, bid: BufferId) -> Option<String> {
+        self.buffer_names.lock().get(&bid).cloned()
     }
 
     fn stall_detected(&self, report: &str) {
@@ -193,10 +200,12 @@ pub struct Runtime {
     live_host_objects: Vec<HostObjectId>,
     failed: Option<Error>,
     shut_down: bool,
-    /// When the runtime started (the trace's time origin).
+    /// The trace's time origin: when the runtime started, or with several nodes the moment all
+    /// of them left the init barrier (so that their timelines line up).
     started: Instant,
-    /// A clone of the communicator for gathering the command graphs (`print_graphs=on`, live).
-    graph_comm: Option<Box<dyn Communicator>>,
+    /// A clone of the communicator for gathering graphs (`print_graphs=on`) and, with several
+    /// nodes, traces (`trace_file`) at shutdown.
+    observability_comm: Option<Box<dyn Communicator>>,
     /// Keeps MPI initialised (and finalises it last) when the runtime initialised it.
     _mpi: Option<devices::MpiGuard>,
     /// Armed by a shutdown that may block on a failed or departed peer; declared after `_mpi` so
@@ -277,13 +286,18 @@ impl Runtime {
             scheduler: Mutex::new(None),
             stall_reports: Mutex::new(Vec::new()),
             trace: Mutex::new(None),
+            buffer_names: Mutex::new(IdMap::default()),
         });
         let tracing_on = config.trace_file.is_some();
-        let (executor, graph_comm) = start_executor(
+        let StartedExecutor {
+            executor,
+            observability_comm,
+            started,
+        } = start_executor(
             selection.execution,
             &config,
             shared.clone(),
-            tracing_on.then_some(started),
+            (started, selection.num_nodes),
         )?;
         let scheduler = start_scheduler(
             &config,
@@ -333,7 +347,7 @@ impl Runtime {
             failed: None,
             shut_down: false,
             started,
-            graph_comm,
+            observability_comm,
             _mpi: selection.mpi,
             shutdown_watchdog: None,
         })
@@ -459,6 +473,7 @@ impl Runtime {
             .get_mut(&bid)
             .ok_or_else(|| Error::invalid_state(format!("buffer {bid} does not exist")))?;
         info.name = Some(name.to_owned());
+        self.shared.buffer_names.lock().insert(bid, name.to_owned());
         self.task_manager.notify_buffer_name_changed(bid, name);
         self.scheduler
             .send(SchedulerEvent::BufferNameChanged(bid, name.to_owned()));
@@ -613,7 +628,11 @@ impl Runtime {
         self.task_manager
             .epoch(action, Some(TaskPayload::Promise(promise.clone())))?;
         let waited = promise.wait(Duration::from_secs(10), |waited| {
-            tracing::warn!("still waiting for the {action:?} epoch after {waited:.0?}");
+            tracing::warn!(
+                "{} is still waiting for the other threads and nodes after {}s",
+                action.description(),
+                waited.as_secs()
+            );
         });
         self.prune();
         // The asynchronous error first: it makes the runtime failed (and names the task).
@@ -675,7 +694,6 @@ impl Runtime {
             self.release_host_object(id)?;
         }
         self.shut_down = true;
-        let already_reported = self.failed.is_some();
         let epoch = self
             .task_manager
             .epoch(EpochAction::Shutdown, None)
@@ -685,11 +703,10 @@ impl Runtime {
         *self.shared.scheduler.lock() = None;
         let observability = self.write_observability(scheduler_output);
         epoch?;
-        // A failure no earlier call reported is reported now; one already reported is not again.
-        let pending = self.take_async_error();
-        if !already_reported {
-            pending?;
-        }
+        // An error that no earlier call reported (one that happened during shutdown, e.g. a
+        // failed free after a device fault, included) is reported now; one already reported is
+        // not reported again (the executor reports each task's failure once).
+        self.take_async_error()?;
         executor_outcome.and(observability)
     }
 
@@ -747,7 +764,7 @@ impl Runtime {
         } else {
             Ok(())
         };
-        let trace = match &self.config.trace_file {
+        let trace = match self.config.trace_file.clone() {
             Some(path) => {
                 let mut log = self
                     .shared
@@ -758,13 +775,37 @@ impl Runtime {
                 if let Some(scheduler) = output.trace {
                     log.merge(scheduler);
                 }
-                crate::debug::output::write_trace(path, &log, node).map(|path| {
-                    tracing::info!("trace written to {}", path.display());
-                })
+                self.write_trace(&path, &log, node)
             }
             None => Ok(()),
         };
         graphs.and(trace)
+    }
+
+    /// Writes the trace: alone, this node's file; with several nodes, node 0 gathers every
+    /// node's events onto one timeline in one file. The offset measured at init (the barrier
+    /// that set `started`) is corrected for drift with a second measurement at the shutdown
+    /// epoch: after a barrier, each node's trace time should be node 0's.
+    fn write_trace(
+        &mut self,
+        path: &std::path::Path,
+        log: &TraceLog,
+        node: crate::types::NodeId,
+    ) -> Result<()> {
+        use crate::debug::output;
+        let written = match &mut self.observability_comm {
+            Some(comm) if self.info.num_nodes > 1 => {
+                comm.collective_barrier()?;
+                let local = output::trace_part(log, log.now_us());
+                match comm.collective_gather_bytes(crate::types::NodeId(0), &local)? {
+                    Some(parts) => output::write_merged_trace(path, &parts)?,
+                    None => return Ok(()),
+                }
+            }
+            _ => output::write_trace(path, log, node)?,
+        };
+        tracing::info!("trace written to {}", written.display());
+        Ok(())
     }
 
     fn print_graphs(&mut self, output: &SchedulerOutput, node: crate::types::NodeId) -> Result<()> {
@@ -778,13 +819,35 @@ impl Runtime {
                 "print_graphs is on but a recorder is missing",
             ));
         };
+        // `graph_tasks` keeps large graphs readable: only the chosen tasks' records.
+        let filtered = self.config.graph_tasks.map(|(first, last)| {
+            let keep = move |task: TaskId| (first..=last).contains(&task.0);
+            (
+                tasks.filtered(keep),
+                commands.filtered(keep),
+                instructions.filtered(keep),
+            )
+        });
+        let (tasks, commands, instructions) = match &filtered {
+            Some((t, c, i)) => (t, c, i),
+            None => (tasks, commands, instructions),
+        };
         let format = self.config.graph_format;
         let local = output::command_graph_bytes(commands, format);
-        let gathered = match &mut self.graph_comm {
+        let gathered = match &mut self.observability_comm {
             Some(comm) => comm.collective_gather_bytes(crate::types::NodeId(0), &local)?,
             None => Some(vec![local]),
         };
         let Some(command_graphs) = gathered else {
+            // Every other node writes its own instruction graph next to node 0's files.
+            let path = output::write_instruction_graph(
+                &self.config.graph_dir,
+                format,
+                node,
+                tasks,
+                instructions,
+            )?;
+            tracing::info!("graphs written: {}", path.display());
             return Ok(());
         };
         let paths = output::write_graphs(
@@ -809,34 +872,58 @@ impl Drop for Runtime {
     }
 }
 
-/// Starts the live or dry-run executor thread; with `print_graphs`, also clones the
-/// communicator that gathers the graphs at shutdown (collective: every node has the same
-/// setting).
+/// Starts the live or dry-run executor thread; with `print_graphs`, or a trace of several
+/// nodes, also clones the communicator that gathers graphs and traces at shutdown (collective:
+/// every node has the same settings). Returns the trace's time origin: `started`, or with a
+/// trace of several nodes the moment all of them left a barrier.
 fn start_executor(
     execution: devices::Execution,
     config: &Config,
     shared: Arc<Shared>,
-    trace_epoch: Option<Instant>,
-) -> Result<(ExecutorHandle, Option<Box<dyn Communicator>>)> {
-    let mut graph_comm = None;
+    (started, num_nodes): (Instant, usize),
+) -> Result<StartedExecutor> {
+    let tracing_on = config.trace_file.is_some();
+    let mut observability_comm = None;
+    let mut started = started;
     let executor = match execution {
         devices::Execution::Live {
             backend,
             mut communicator,
         } => {
-            if config.print_graphs {
-                // Collective: every node runs with the same `print_graphs`.
-                graph_comm = Some(communicator.collective_clone()?);
+            let gather_traces = tracing_on && num_nodes > 1;
+            if config.print_graphs || gather_traces {
+                // Collective: every node runs with the same `print_graphs` and `trace_file`.
+                let mut comm = communicator.collective_clone()?;
+                if gather_traces {
+                    // The clock offset at init: every node's trace counts from the moment all
+                    // nodes left this barrier.
+                    comm.collective_barrier()?;
+                    started = Instant::now();
+                }
+                observability_comm = Some(comm);
             }
             let executor_config = ExecutorConfig {
                 stall_timeout: config.stall_timeout,
-                trace_epoch,
+                trace_epoch: tracing_on.then_some(started),
+                accessor_boundary_check: config.accessor_boundary_check,
             };
             ExecutorHandle::start(backend, communicator, shared, executor_config)?
         }
         devices::Execution::DryRun => ExecutorHandle::start_dry_run(shared)?,
     };
-    Ok((executor, graph_comm))
+    Ok(StartedExecutor {
+        executor,
+        observability_comm,
+        started,
+    })
+}
+
+/// What `start_executor` hands back.
+struct StartedExecutor {
+    executor: ExecutorHandle,
+    observability_comm: Option<Box<dyn Communicator>>,
+    /// The trace's time origin.
+    started: Instant,
 }
 
 /// Builds this node's command and instruction graph generators and starts the scheduler
@@ -852,8 +939,10 @@ fn start_scheduler(
     let mut cdag = CommandGraphGenerator::new(
         num_nodes,
         node,
+        // Uninitialised reads are reported once, by the task manager (it sees them first and the
+        // command and instruction levels would only repeat them).
         CommandPolicies {
-            uninitialized_read: config.uninitialized_read,
+            uninitialized_read: ErrorPolicy::Ignore,
             overlapping_write: config.overlapping_write,
         },
     )?;
@@ -861,7 +950,7 @@ fn start_scheduler(
         cdag.enable_recording();
     }
     let policies = Policies {
-        uninitialized_read: config.uninitialized_read,
+        uninitialized_read: ErrorPolicy::Ignore,
         overlapping_write: config.overlapping_write,
         ..Policies::default()
     };

@@ -27,7 +27,7 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use crate::command::{CommandGraphGenerator, CommandKind, CommandRef};
 use crate::debug::json_string;
 use crate::debug::trace::{SCHEDULER_TRACK, TraceLog};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::grid::Range;
 use crate::instruction::{Batch, InstructionGraphGenerator, SchedulingHint};
 use crate::policy::Lookahead;
@@ -245,6 +245,9 @@ impl Scheduler {
                     .notify_buffer_created(bid, range, elem_size, elem_align, user_allocation);
             }
             SchedulerEvent::BufferNameChanged(bid, name) => {
+                // The command graph is built on arrival, so it takes the name now; the
+                // instruction graph in order with the queued commands.
+                self.cdag.notify_buffer_name_changed(bid, &name);
                 self.queue.push_back(Queued::BufferNameChanged(bid, name))
             }
             SchedulerEvent::BufferDestroyed(bid) => {
@@ -284,6 +287,11 @@ impl Scheduler {
         }
         let commands = match built {
             Ok(commands) => commands,
+            Err(error) if error.kind() == ErrorKind::AccessPattern => {
+                // Access-pattern messages start with the task's title.
+                self.sink.error(error);
+                return;
+            }
             Err(error) => {
                 self.sink
                     .error(error.context(format!("task {}", task.label())));
@@ -343,7 +351,15 @@ impl Scheduler {
         let start = self.trace.as_ref().map(TraceLog::now_us);
         let batch = match queued {
             Queued::Command(command, _) => match self.traced_compile(&command, start) {
-                Ok(batch) => batch,
+                Ok(batch) => {
+                    if let Some(error) = self.idag.take_policy_error() {
+                        // The message names the task already; the batch still runs.
+                        self.sink.batch(batch);
+                        self.sink.error(error);
+                        return;
+                    }
+                    batch
+                }
                 Err(error) => {
                     self.sink
                         .error(error.context(format!("task {}", command.task().label())));
@@ -355,7 +371,6 @@ impl Scheduler {
                 self.idag.notify_buffer_destroyed(bid)
             }
             Queued::BufferNameChanged(bid, name) => {
-                self.cdag.notify_buffer_name_changed(bid, &name);
                 self.idag.notify_buffer_name_changed(bid, &name);
                 return;
             }

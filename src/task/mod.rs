@@ -50,7 +50,9 @@ pub use command_group::{CommandGroup, HostTaskKind, ReductionRequest, TaskSpec};
 pub use epoch_tracker::EpochTracker;
 pub use graph::TaskGraph;
 pub use manager::{LastWriterMap, TaskDelegate, TaskManager, TaskManagerConfig};
-pub use range_mapper::{BufferLabel, Chunk, CustomMapperFn, Mapped, RangeMapper, fmt_box_dims};
+pub use range_mapper::{
+    BufferLabel, Chunk, CustomMapperFn, Mapped, RangeMapper, fmt_box_dims, fmt_region,
+};
 pub use recorder::{AccessRecord, ReductionRecord, TaskRecord, TaskRecorder};
 pub use task::{
     Dependencies, Dependency, DependencyKind, DependencyOrigin, EpochAction, ExecutionTarget,

@@ -116,6 +116,18 @@ pub fn fmt_box_dims(b: &GridBox, dims: usize) -> String {
         .join("x")
 }
 
+/// `{[0,4)x[2,8), ...}` over the region's effective dimensions (at least one): the notation of
+/// every diagnostic message.
+pub fn fmt_region(region: &Region) -> String {
+    let dims = region.effective_dims().max(1);
+    let boxes: Vec<String> = region
+        .boxes()
+        .iter()
+        .map(|b| fmt_box_dims(b, dims))
+        .collect();
+    format!("{{{}}}", boxes.join(", "))
+}
+
 /// `[offset, offset + range)`, saturating instead of overflowing.
 #[inline]
 pub(crate) fn saturating_box(sr: Subrange) -> GridBox {

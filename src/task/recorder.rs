@@ -122,6 +122,21 @@ impl TaskRecorder {
         self.records.push(record);
     }
 
+    /// The records of the tasks `keep` selects, with the edges among them (`graph_tasks`).
+    pub fn filtered(&self, keep: impl Fn(TaskId) -> bool) -> Self {
+        let records = self
+            .records
+            .iter()
+            .filter(|r| keep(r.id))
+            .map(|r| {
+                let mut r = r.clone();
+                r.dependencies.retain(|d| keep(d.task));
+                r
+            })
+            .collect();
+        Self { records }
+    }
+
     /// All records, oldest first.
     pub fn records(&self) -> &[TaskRecord] {
         &self.records

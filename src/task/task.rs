@@ -45,6 +45,18 @@ pub enum EpochAction {
     Shutdown,
 }
 
+impl EpochAction {
+    /// What the epoch is for, in the program's words.
+    pub fn description(self) -> &'static str {
+        match self {
+            EpochAction::Init => "start of the program",
+            EpochAction::None => "celerity_wait",
+            EpochAction::Barrier => "celerity_barrier",
+            EpochAction::Shutdown => "shutdown",
+        }
+    }
+}
+
 /// Where a task's chunks execute.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ExecutionTarget {

@@ -55,6 +55,7 @@ fn invocation(device: DeviceId, base: *mut u8, elements: usize) -> KernelInvocat
             allocated_box: whole,
             accessed_box: whole,
             elem_size: 4,
+            bounds: SendPtr(std::ptr::null_mut()),
         }],
         reductions: Vec::new(),
         reduction_identities: Vec::new(),

@@ -15,7 +15,9 @@ use crate::executor::engine::{Assignment, Target};
 use crate::grid::{GridBox, Region, Subrange};
 use crate::instruction::{CopyLayout, Instruction, InstructionGarbage, InstructionKind};
 use crate::task::{EpochAction, Task};
-use crate::types::{AllocationId, CollectiveGroupId, MessageId, NodeId, ReductionId, TransferId};
+use crate::types::{
+    AllocationId, CollectiveGroupId, InstructionId, MessageId, NodeId, ReductionId, TransferId,
+};
 
 /// The events an instruction completes with.
 pub(super) type Events = SmallVec<[AsyncEvent; 1]>;
@@ -77,7 +79,7 @@ impl Executor {
                 *elem_size,
             )?,
             K::DeviceKernel { .. } | K::HostTask { .. } => {
-                self.start_task(kind, assignment.lane.unwrap_or(0))?
+                self.start_task(assignment.id, kind, assignment.lane.unwrap_or(0))?
             }
             K::Send { .. }
             | K::Receive { .. }
@@ -93,7 +95,12 @@ impl Executor {
     }
 
     /// A kernel on its device's lane `lane`, or a host task on host lane `lane`.
-    fn start_task(&mut self, kind: &InstructionKind, lane: usize) -> Result<Events> {
+    fn start_task(
+        &mut self,
+        id: InstructionId,
+        kind: &InstructionKind,
+        lane: usize,
+    ) -> Result<Events> {
         use InstructionKind as K;
         let event = match kind {
             K::DeviceKernel {
@@ -104,7 +111,7 @@ impl Executor {
                 reductions,
                 ..
             } => {
-                let invocation = self.invocation(
+                let mut invocation = self.invocation(
                     task,
                     *execution_box,
                     accesses,
@@ -112,6 +119,7 @@ impl Executor {
                     Some(*device),
                     CollectiveGroupId::NONE,
                 )?;
+                self.arm_bounds_check(id, &mut invocation)?;
                 let launcher = launcher_of(task)?;
                 self.backend
                     .enqueue_device_kernel(*device, lane, launcher, invocation)
@@ -123,8 +131,9 @@ impl Executor {
                 collective_group,
                 ..
             } => {
-                let invocation =
+                let mut invocation =
                     self.invocation(task, *execution_box, accesses, &[], None, *collective_group)?;
+                self.arm_bounds_check(id, &mut invocation)?;
                 let launcher = launcher_of(task)?;
                 self.backend.enqueue_host_task(lane, launcher, invocation)
             }
@@ -225,6 +234,10 @@ impl Executor {
     }
 
     fn start_free(&mut self, allocation: AllocationId) -> Result<Events> {
+        // The alloc failed and was reported: nothing to free.
+        if self.failed_allocations.remove(&allocation) {
+            return Ok(SmallVec::new());
+        }
         let address = self
             .allocations
             .remove(&allocation)

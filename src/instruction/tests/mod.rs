@@ -175,7 +175,10 @@ impl Ctx {
 
     fn compile(&mut self, cmd: &CommandRef) {
         match self.iggen.compile(cmd) {
-            Ok((instructions, _)) => check_batch(&instructions),
+            Ok((instructions, _)) => {
+                check_batch(&instructions);
+                self.errors.extend(self.iggen.take_policy_error());
+            }
             Err(e) => self.errors.push(e),
         }
     }

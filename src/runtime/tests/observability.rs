@@ -139,7 +139,7 @@ fn recording_is_off_unless_print_graphs_is_on() {
 }
 
 #[test]
-fn print_graphs_gathers_every_nodes_command_graph_onto_node_0() {
+fn print_graphs_gathers_command_graphs_onto_node_0_and_every_node_writes_its_instruction_graph() {
     let dir = scratch_dir("dot");
     let config = Config {
         print_graphs: true,
@@ -153,7 +153,9 @@ fn print_graphs_gathers_every_nodes_command_graph_onto_node_0() {
     let tdag = read(&dir.join("celerity_tdag.dot"));
     let cdag = read(&dir.join("celerity_cdag.dot"));
     let idag = read(&dir.join("celerity_idag_node0.dot"));
-    assert!(!dir.join("celerity_idag_node1.dot").exists());
+    let idag1 = read(&dir.join("celerity_idag_node1.dot"));
+    assert!(idag1.contains("Instruction Graph on N1"), "{idag1}");
+    assert!(idag1.contains("<b>send</b> T2.B0<br/>to N0"), "{idag1}");
     assert!(
         tdag.contains(r#"T1 "produce"<br/><b>device-compute</b>"#),
         "{tdag}"
@@ -175,8 +177,49 @@ fn print_graphs_gathers_every_nodes_command_graph_onto_node_0() {
         "celerity_tdag.dot",
         "celerity_cdag.dot",
         "celerity_idag_node0.dot",
+        "celerity_idag_node1.dot",
     ] {
         renders_with_dot(&dir.join(file));
+    }
+}
+
+#[test]
+fn graph_tasks_prints_only_the_chosen_tasks() {
+    let dir = scratch_dir("graph-tasks");
+    let config = Config {
+        print_graphs: true,
+        graph_dir: dir.clone(),
+        graph_format: GraphFormat::Json,
+        graph_tasks: Some((0, 1)),
+        ..base_config()
+    };
+    on_nodes(fabric(2), config, |_, mut rt| {
+        producer_consumer(&mut rt, None);
+        rt.shutdown().unwrap();
+    });
+    for file in [
+        "celerity_tdag.json",
+        "celerity_cdag.json",
+        "celerity_idag_node0.json",
+        "celerity_idag_node1.json",
+    ] {
+        let doc: serde_json::Value = serde_json::from_str(&read(&dir.join(file))).unwrap();
+        let nodes = doc["nodes"].as_array().unwrap();
+        assert!(nodes.iter().any(|n| n["name"] == "produce"), "{file}");
+        assert!(!nodes.iter().any(|n| n["name"] == "consume"), "{file}");
+        assert!(
+            nodes
+                .iter()
+                .all(|n| n["task"].as_u64().is_none_or(|t| t <= 1)),
+            "{file}"
+        );
+        let ids: Vec<&serde_json::Value> = nodes.iter().map(|n| &n["id"]).collect();
+        for edge in doc["edges"].as_array().unwrap() {
+            assert!(
+                ids.contains(&&edge["from"]) && ids.contains(&&edge["to"]),
+                "{file}: {edge}"
+            );
+        }
     }
 }
 
@@ -298,8 +341,13 @@ fn the_trace_holds_instructions_on_their_lanes_with_tasks_bytes_and_flows() {
         producer_consumer(&mut rt, None);
         rt.shutdown().unwrap();
     });
-    for (node, file) in [(0, path.clone()), (1, dir.join("trace.json.N1"))] {
-        let events = events(&file);
+    // Node 0 gathered both nodes' events into one file; no per-node files.
+    assert!(!dir.join("trace.json.N1").exists());
+    let all = events(&path);
+    check_trace_event_format(&all);
+    for node in [0u64, 1] {
+        let events: Vec<serde_json::Value> =
+            all.iter().filter(|e| e["pid"] == node).cloned().collect();
         let tracks = track_names(&events);
         for track in ["executor", "scheduler", "allocation queue", "communication"] {
             assert!(tracks.iter().any(|t| t == track), "{track} in {tracks:?}");
@@ -333,6 +381,119 @@ fn the_trace_holds_instructions_on_their_lanes_with_tasks_bytes_and_flows() {
             assert!(events.iter().any(|e| e["cat"] == cat), "{cat}");
         }
         assert!(events.iter().any(|e| e["ph"] == "s") && events.iter().any(|e| e["ph"] == "f"));
+    }
+}
+
+/// Checks every event against the Chrome trace-event format as Perfetto reads it: the fields
+/// each phase needs, with their types, and every async begin / flow start matched once.
+fn check_trace_event_format(events: &[serde_json::Value]) {
+    use std::collections::HashMap;
+    let mut open_async: HashMap<(String, u64), usize> = HashMap::new();
+    let mut flows: HashMap<u64, (usize, usize)> = HashMap::new();
+    for e in events {
+        let ph = e["ph"].as_str().unwrap_or_else(|| panic!("no ph: {e}"));
+        assert!(e["name"].is_string(), "name: {e}");
+        assert!(e["pid"].is_u64() && e["tid"].is_u64(), "pid/tid: {e}");
+        if ph == "M" {
+            let name = e["name"].as_str().unwrap();
+            assert!(
+                ["process_name", "thread_name", "thread_sort_index"].contains(&name),
+                "metadata {e}"
+            );
+            assert!(e["args"].is_object(), "metadata args: {e}");
+            continue;
+        }
+        assert!(e["ts"].as_f64().is_some_and(f64::is_finite), "ts: {e}");
+        assert!(e["cat"].is_string(), "cat: {e}");
+        match ph {
+            "X" => assert!(e["dur"].as_f64().is_some_and(|d| d >= 0.0), "dur: {e}"),
+            "b" | "e" => {
+                let key = (
+                    e["cat"].as_str().unwrap().to_owned(),
+                    e["id"].as_u64().unwrap(),
+                );
+                let count = open_async.entry(key).or_default();
+                if ph == "b" {
+                    *count += 1;
+                } else {
+                    assert!(*count > 0, "end without begin: {e}");
+                    *count -= 1;
+                }
+            }
+            "s" | "f" => {
+                let entry = flows.entry(e["id"].as_u64().unwrap()).or_default();
+                if ph == "s" {
+                    entry.0 += 1
+                } else {
+                    entry.1 += 1
+                }
+            }
+            other => panic!("unexpected phase {other}: {e}"),
+        }
+        if let Some(args) = e.get("args") {
+            assert!(args.is_object(), "args: {e}");
+        }
+    }
+    assert!(
+        open_async.values().all(|&n| n == 0),
+        "unbalanced async slices"
+    );
+    assert!(
+        flows.values().all(|&(s, f)| s == 1 && f == 1),
+        "unmatched flows"
+    );
+}
+
+#[test]
+fn two_nodes_traces_share_one_timeline_in_one_file() {
+    let dir = scratch_dir("aligned-trace");
+    let path = dir.join("trace.json");
+    let config = Config {
+        trace_file: Some(path.clone()),
+        ..base_config()
+    };
+    // Node 1 starts 300 ms after node 0: without the alignment at init its timestamps would run
+    // 300 ms behind, and its receive would seem to end long before node 0's send began. A send's
+    // slice ends when its own executor retires it, which may be after the receiver finished, so
+    // causality is checked from the send's start, within the alignment's precision: the skew
+    // with which the threads leave the init barrier (microseconds on an idle machine, up to a
+    // few milliseconds on a loaded one).
+    const PRECISION_US: f64 = 5000.0;
+    let threads: Vec<_> = fabric(2)
+        .into_iter()
+        .map(|comm| {
+            let config = config.clone();
+            std::thread::spawn(move || {
+                if comm.local_node() == NodeId(1) {
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                let mut rt = Runtime::start_with_communicator(config, comm).unwrap();
+                producer_consumer(&mut rt, None);
+                rt.shutdown().unwrap();
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let all = events(&path);
+    check_trace_event_format(&all);
+    let time_of = |pid: u64, cat: &str, ph: &str| {
+        let times: Vec<f64> = all
+            .iter()
+            .filter(|e| e["pid"] == pid && e["cat"] == cat && e["ph"] == ph)
+            .map(|e| e["ts"].as_f64().unwrap())
+            .collect();
+        assert_eq!(times.len(), 1, "one {cat} {ph} on N{pid}");
+        times[0]
+    };
+    for (sender, receiver) in [(0, 1), (1, 0)] {
+        let send = time_of(sender, "send", "b");
+        let receive = time_of(receiver, "receive", "e");
+        assert!(
+            send <= receive + PRECISION_US,
+            "N{sender}'s send begins at {send} us, after N{receiver}'s receive ended ({receive} us)"
+        );
     }
 }
 

@@ -4,9 +4,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::backend::bounds::BoundsRecord;
 use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
+use crate::error::Result;
 use crate::executor::builtin_reducers::{BuiltinOp, BuiltinReducer};
-use crate::grid::{GridBox, Id, Range};
+use crate::grid::{GridBox, Id, Range, Subrange};
+use crate::policy::ErrorPolicy;
 use crate::runtime::Runtime;
 use crate::runtime::config::{Config, DeviceSelection, Lookahead};
 use crate::task::{AccessMode, CommandGroup, RangeMapper, TaskSpec};
@@ -276,6 +279,60 @@ fn a_failing_kernel_is_reported_at_the_next_wait_and_the_runtime_refuses_work() 
         .unwrap_err();
     assert_eq!(refused.kind(), crate::ErrorKind::InvalidState);
     rt.shutdown().unwrap();
+}
+
+/// A host task that uses its accessor outside the declared box, as `celerity_accessor_ptr` records it.
+fn out_of_bounds_host_task(policy: ErrorPolicy) -> (Result<()>, Runtime) {
+    let mut rt = Runtime::start(Config {
+        accessor_boundary_check: policy,
+        ..config(2, true, Lookahead::Auto)
+    })
+    .unwrap();
+    let buffer = rt
+        .create_buffer(1, Range::new(64, 1, 1), 4, 4, Some(&[0u8; 256]))
+        .unwrap();
+    rt.set_buffer_name(buffer, "grid").unwrap();
+    let sloppy: Launcher = Arc::new(move |inv: &KernelInvocation, _: &LaunchEnvironment| {
+        let record = inv.accessors[0].bounds.0.cast::<BoundsRecord>();
+        assert_eq!(record.is_null(), policy == ErrorPolicy::Ignore);
+        if !record.is_null() {
+            // SAFETY: the executor's record for this accessor, alive until the chunk completed.
+            let record = unsafe { &*record };
+            record.record([usize::MAX, 0, 0]);
+            record.record([40, 0, 0]);
+        }
+        Ok(())
+    });
+    let cg = CommandGroup::new()
+        .access(
+            buffer,
+            AccessMode::Read,
+            RangeMapper::Fixed(Subrange::new(Id([8, 0, 0]), Range::new(24, 1, 1))),
+        )
+        .name("sloppy");
+    rt.submit(TaskSpec::MasterNode, cg, sloppy).unwrap();
+    (rt.wait(), rt)
+}
+
+#[test]
+fn out_of_bounds_accesses_fail_the_task_under_policy_error() {
+    let (result, mut rt) = out_of_bounds_host_task(ErrorPolicy::Error);
+    let error = result.unwrap_err();
+    assert_eq!(error.kind(), crate::ErrorKind::AccessPattern);
+    assert_eq!(
+        error.message(),
+        "Master-node host task T1 \"sloppy\" (chunk [0,1)): accessor 0 (read access of buffer B0 \"grid\") used [-1,41) (2 element accesses) outside its declared box [8,32); the range mapper declares what each chunk may access"
+    );
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn out_of_bounds_accesses_are_logged_under_on_and_unchecked_under_off() {
+    for policy in [ErrorPolicy::Log, ErrorPolicy::Ignore] {
+        let (result, mut rt) = out_of_bounds_host_task(policy);
+        result.unwrap();
+        rt.shutdown().unwrap();
+    }
 }
 
 #[test]

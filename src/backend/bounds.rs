@@ -1,0 +1,162 @@
+//! Accessor boundary checking (`accessor_boundary_check`): one [`BoundsRecord`] per accessor of a
+//! kernel chunk, in memory the chunk's code can write, where element accesses outside the
+//! declared box are recorded (the C ABI mirrors the record as `celerity_accessor_record`; the
+//! header's `celerity_accessor_ptr` writes it). The executor reads the records once the chunk
+//! completed and reports each violated accessor.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use super::SendPtr;
+use super::host_memory::HostAllocation;
+use crate::error::Result;
+
+/// Bytes of scratch per accessor that out-of-bounds accesses are redirected to, so that a wrong
+/// index reads and writes garbage instead of memory outside the allocation. Element types larger
+/// than this are clamped into the allocation instead (see `celerity_accessor_ptr`).
+pub const FALLBACK_BYTES: usize = 256;
+
+/// The out-of-bounds record of one accessor. 64-bit fields throughout, so that CUDA device code
+/// can update them with `atomicAdd` and `atomicMin`/`atomicMax` on (`unsigned`) `long long`.
+/// Indices are recorded as signed values, so that `i - 1` at `i == 0` shows as -1.
+#[repr(C)]
+#[derive(Debug)]
+pub struct BoundsRecord {
+    /// Number of out-of-bounds element accesses.
+    pub count: AtomicU64,
+    /// Per dimension, the smallest offending index (`i64::MAX` while none).
+    pub min: [AtomicI64; 3],
+    /// Per dimension, the largest offending index (`i64::MIN` while none).
+    pub max: [AtomicI64; 3],
+    /// `fallback_size` bytes that out-of-bounds accesses use instead of the buffer.
+    pub fallback: *mut u8,
+    /// Size of `fallback` in bytes.
+    pub fallback_size: u64,
+}
+
+impl BoundsRecord {
+    /// Records an access of element `index` outside the declared box, as the C helper does.
+    pub fn record(&self, index: [usize; 3]) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        for (d, &i) in index.iter().enumerate() {
+            self.min[d].fetch_min(i as i64, Ordering::Relaxed);
+            self.max[d].fetch_max(i as i64, Ordering::Relaxed);
+        }
+    }
+
+    /// The bounding box of the recorded indices, if any were recorded.
+    pub fn violation(&self) -> Option<OffendingBox> {
+        let count = self.count.load(Ordering::Acquire);
+        if count == 0 {
+            return None;
+        }
+        Some(OffendingBox {
+            min: std::array::from_fn(|d| self.min[d].load(Ordering::Relaxed)),
+            max: std::array::from_fn(|d| self.max[d].load(Ordering::Relaxed).saturating_add(1)),
+            count,
+        })
+    }
+}
+
+/// The bounding box `[min, max)` of the indices an accessor used outside its declared box; signed,
+/// since a wrong index is often an underflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffendingBox {
+    /// Per dimension, the smallest offending index.
+    pub min: [i64; 3],
+    /// Per dimension, one past the largest offending index.
+    pub max: [i64; 3],
+    /// Number of out-of-bounds element accesses.
+    pub count: u64,
+}
+
+impl OffendingBox {
+    /// `[min0,max0)x[min1,max1)` over the first `dims` dimensions (at least one).
+    pub fn display(&self, dims: usize) -> String {
+        let parts: Vec<String> = (0..dims.clamp(1, 3))
+            .map(|d| format!("[{},{})", self.min[d], self.max[d]))
+            .collect();
+        parts.join("x")
+    }
+}
+
+/// The records of one kernel chunk, one per accessor, with their fallback elements.
+#[derive(Debug)]
+pub struct BoundsRecords {
+    memory: HostAllocation,
+    len: usize,
+}
+
+impl BoundsRecords {
+    /// Fresh (empty) records for `len` accessors, in host memory. Host tasks and kernels on
+    /// emulated devices write them directly.
+    pub fn new_host(len: usize) -> Result<Self> {
+        let fallback_bytes = len * FALLBACK_BYTES;
+        let size = fallback_bytes + len * std::mem::size_of::<BoundsRecord>();
+        let memory = HostAllocation::new(size, FALLBACK_BYTES)?;
+        let base = memory.as_ptr();
+        // SAFETY: the fallbacks lie inside the fresh allocation; zeroed so that an out-of-bounds
+        // read yields zero bytes unless the kernel wrote the scratch element before.
+        unsafe { std::ptr::write_bytes(base, 0, fallback_bytes) };
+        for i in 0..len {
+            let record = BoundsRecord {
+                count: AtomicU64::new(0),
+                min: std::array::from_fn(|_| AtomicI64::new(i64::MAX)),
+                max: std::array::from_fn(|_| AtomicI64::new(i64::MIN)),
+                // SAFETY: within the allocation: `len` fallbacks precede the records.
+                fallback: unsafe { base.add(i * FALLBACK_BYTES) },
+                fallback_size: FALLBACK_BYTES as u64,
+            };
+            // SAFETY: the record slot lies inside the allocation, is aligned (FALLBACK_BYTES is a
+            // multiple of 8 and so is the record size) and is not yet referenced.
+            unsafe { Self::slot(base, fallback_bytes, i).write(record) };
+        }
+        Ok(Self { memory, len })
+    }
+
+    /// The address of record `index` (inside the allocation for index < len, see `new_host`).
+    fn slot(base: *mut u8, fallback_bytes: usize, index: usize) -> *mut BoundsRecord {
+        base.wrapping_add(fallback_bytes)
+            .cast::<BoundsRecord>()
+            .wrapping_add(index)
+    }
+
+    /// The address of accessor `index`'s record, for the accessor handed to the kernel.
+    pub fn pointer(&self, index: usize) -> SendPtr {
+        assert!(index < self.len, "bounds record {index} of {}", self.len);
+        SendPtr(Self::slot(self.memory.as_ptr(), self.len * FALLBACK_BYTES, index).cast())
+    }
+
+    /// Accessor `index`'s record.
+    pub fn get(&self, index: usize) -> &BoundsRecord {
+        // SAFETY: initialised in `new_host`, alive as long as `self`; every field that the kernel
+        // writes is atomic.
+        unsafe { &*self.pointer(index).0.cast::<BoundsRecord>() }
+    }
+
+    /// Per violated accessor: its index and the bounding box of the offending indices.
+    pub fn violations(&self) -> Vec<(usize, OffendingBox)> {
+        (0..self.len)
+            .filter_map(|i| self.get(i).violation().map(|b| (i, b)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_the_bounding_box_of_offending_indices() {
+        let records = BoundsRecords::new_host(2).unwrap();
+        assert!(records.violations().is_empty());
+        records.get(1).record([5, 0, 0]);
+        records.get(1).record([usize::MAX, 3, 0]);
+        let violations = records.violations();
+        assert_eq!(violations.len(), 1);
+        let (index, bbox) = violations[0];
+        assert_eq!((index, bbox.count), (1, 2));
+        assert_eq!(bbox.display(2), "[-1,6)x[0,4)");
+        assert_eq!(records.get(0).fallback_size, FALLBACK_BYTES as u64);
+        assert_eq!(records.get(0).fallback as usize % FALLBACK_BYTES, 0);
+    }
+}
