@@ -62,7 +62,8 @@ int main() {
     // Only the node whose chunk holds i = 63 reads past the end.
     if(ran_last_element) expected.push_back(report);
     test_log_expect(&log, expected.data(), expected.size());
-    if(error_policy && ran_last_element) {
+    // Fail-stop across ranks: the violation on the node holding i = 63 fails every node's fence.
+    if(error_policy && (ran_last_element || info.num_nodes > 1)) {
         CHECK_STATUS(status, CELERITY_ERROR_ACCESS_PATTERN);
     } else {
         CHECK_STATUS(status, CELERITY_OK);

@@ -22,6 +22,11 @@ pub trait ExecutorDelegate: Send + Sync {
     fn epoch_reached(&self, task: TaskId);
     /// An instruction failed; the message names its task.
     fn async_error(&self, error: Error);
+    /// Like [`Self::async_error`] for an error that was already logged (by this executor in its
+    /// own words, or by the node where it happened): fail the calls without logging it again.
+    fn record_error(&self, error: Error) {
+        self.async_error(error);
+    }
     /// The debug name of buffer `bid`, for messages.
     fn buffer_name(&self, _bid: BufferId) -> Option<String> {
         None

@@ -332,20 +332,23 @@ impl Executor {
     /// Records a failure of this node: reports it, and on the first one tells the other nodes
     /// (so that their next wait, fence or shutdown fails too) and fails pending fences and epochs.
     fn fail(&mut self, error: Error) {
-        let distributed = self.comm.num_nodes() > 1;
+        if self.comm.num_nodes() == 1 {
+            // One node: every problem is reported (once per task, upstream), and nothing waits
+            // for a peer, so pending fences and epochs complete as the work drains.
+            self.delegate.async_error(error);
+            return;
+        }
         let node = self.comm.local_node();
-        if distributed && self.failure.is_none() {
+        if self.failure.is_none() {
             let notice = ControlMessage::Failure(error.clone()).encode();
             if let Err(announce) = self.comm.broadcast_control(&notice) {
                 tracing::error!("could not tell the other nodes that {node} failed: {announce}");
             }
         }
-        let error = if distributed {
-            error.context(format!("rank {}", node.0))
-        } else {
-            error
-        };
-        self.delegate.async_error(error.clone());
+        // The log line is prefixed with the node already; the error the calls return names it.
+        tracing::error!("{error}");
+        let error = error.context(format!("rank {}", node.0));
+        self.delegate.record_error(error.clone());
         if self.failure.is_none() {
             self.fail_stop(error);
         }
@@ -427,7 +430,8 @@ impl Executor {
             error.kind(),
             format!("rank {} failed: {}", node.0, error.message()),
         );
-        self.delegate.async_error(error.clone());
+        // One problem, one report: the failing rank logged it; here it only fails the calls.
+        self.delegate.record_error(error.clone());
         if self.failure.is_none() {
             self.fail_stop(error);
         }

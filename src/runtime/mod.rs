@@ -91,6 +91,11 @@ impl ExecutorDelegate for Shared {
         self.errors.lock().push(error);
     }
 
+    fn record_error(&self, error: Error) {
+        tracing::debug!("{error}");
+        self.errors.lock().push(error);
+    }
+
     fn buffer_name(&self, bid: BufferId) -> Option<String> {
         self.buffer_names.lock().get(&bid).cloned()
     }
@@ -705,8 +710,15 @@ impl Runtime {
         epoch?;
         // An error that no earlier call reported (one that happened during shutdown, e.g. a
         // failed free after a device fault, included) is reported now; one already reported is
-        // not reported again (the executor reports each task's failure once).
-        self.take_async_error()?;
+        // not reported again (the executor reports each task's failure once). Once a call has
+        // returned the job's failure, later errors are its follow-ons (another node's report of
+        // the same failed job arriving after this node's own, say): logged where they happened,
+        // not returned again.
+        if self.failed.is_some() {
+            self.shared.errors.lock().clear();
+        } else {
+            self.take_async_error()?;
+        }
         executor_outcome.and(observability)
     }
 
