@@ -134,7 +134,8 @@ void nd_range_kernels(celerity::queue& q) {
 }
 
 struct max_abs {
-    int operator()(int a, int b) const { return std::abs(a) > std::abs(b) ? a : b; }
+    // Host and device: under nvcc a reduction's functor also runs in the kernel's atomics.
+    CELERITY_HD int operator()(int a, int b) const { return (a < 0 ? -a : a) > (b < 0 ? -b : b) ? a : b; }
 };
 
 void reductions(celerity::queue& q) {

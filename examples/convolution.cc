@@ -7,19 +7,18 @@
 #include "example_common.hpp"
 
 namespace {
-using sycl::float3;
 constexpr int radius = 2;
 constexpr int taps = 2 * radius + 1;
 
-float3 pixel(size_t y, size_t x) {
-    return float3(static_cast<float>((x * 7 + y * 3) % 17) / 16.f, static_cast<float>((x ^ y) % 11) / 10.f, static_cast<float>((x * y) % 13) / 12.f);
+sycl::float3 pixel(size_t y, size_t x) {
+    return sycl::float3(static_cast<float>((x * 7 + y * 3) % 17) / 16.f, static_cast<float>((x ^ y) % 11) / 10.f, static_cast<float>((x * y) % 13) / 12.f);
 }
 
 CELERITY_HD bool inside(size_t y, size_t x, size_t h, size_t w, size_t border) { return y >= border && x >= border && y + border < h && x + border < w; }
 
 template <typename In, typename Filter>
-CELERITY_HD float3 blur_at(size_t y, size_t x, const In& in, const Filter& filter) {
-    float3 sum(0.f, 0.f, 0.f);
+CELERITY_HD sycl::float3 blur_at(size_t y, size_t x, const In& in, const Filter& filter) {
+    sycl::float3 sum(0.f, 0.f, 0.f);
     for(int dy = -radius; dy <= radius; ++dy) {
         for(int dx = -radius; dx <= radius; ++dx) sum += filter(dy + radius, dx + radius) * in(y + dy, x + dx);
     }
@@ -27,16 +26,16 @@ CELERITY_HD float3 blur_at(size_t y, size_t x, const In& in, const Filter& filte
 }
 
 template <typename In>
-CELERITY_HD float3 sharpen_at(size_t y, size_t x, const In& in) {
-    float3 s = 5.f * in(y, x) - in(y - 1, x) - in(y + 1, x) - in(y, x - 1) - in(y, x + 1);
-    return float3(sycl::fmin(1.f, s.x()), sycl::fmin(1.f, s.y()), sycl::fmin(1.f, s.z()));
+CELERITY_HD sycl::float3 sharpen_at(size_t y, size_t x, const In& in) {
+    sycl::float3 s = 5.f * in(y, x) - in(y - 1, x) - in(y + 1, x) - in(y, x - 1) - in(y, x + 1);
+    return sycl::float3(sycl::fmin(1.f, s.x()), sycl::fmin(1.f, s.y()), sycl::fmin(1.f, s.z()));
 }
 } // namespace
 
 int main(int argc, char** argv) {
     const size_t w = static_cast<size_t>(example::option(argc, argv, "-W", 192));
     const size_t h = static_cast<size_t>(example::option(argc, argv, "-H", 128));
-    std::vector<float3> image(w * h);
+    std::vector<sycl::float3> image(w * h);
     for(size_t y = 0; y < h; ++y) {
         for(size_t x = 0; x < w; ++x) image[y * w + x] = pixel(y, x);
     }
@@ -50,7 +49,7 @@ int main(int argc, char** argv) {
     example::timer timer;
     celerity::queue q;
     const celerity::range<2> extent(h, w);
-    celerity::buffer<float3, 2> input(image.data(), extent), blurred(extent), output(extent);
+    celerity::buffer<sycl::float3, 2> input(image.data(), extent), blurred(extent), output(extent);
     celerity::buffer<float, 2> filter(gauss.data(), celerity::range<2>(taps, taps));
 
     q.submit([&](celerity::handler& cgh) {
@@ -59,7 +58,7 @@ int main(int argc, char** argv) {
         celerity::accessor out{blurred, cgh, celerity::access::one_to_one{}, celerity::write_only, celerity::no_init};
         cgh.parallel_for(extent, [=] CELERITY_DEVICE_LAMBDA(celerity::item<2> it) {
             if(!inside(it[0], it[1], h, w, radius)) {
-                out[it] = float3(0.f, 0.f, 0.f);
+                out[it] = sycl::float3(0.f, 0.f, 0.f);
                 return;
             }
             out[it] = blur_at(it[0], it[1], [&](size_t y, size_t x) { return in[{y, x}]; }, [&](size_t i, size_t j) { return f[{i, j}]; });
@@ -69,13 +68,13 @@ int main(int argc, char** argv) {
         celerity::accessor in{blurred, cgh, celerity::access::neighborhood({1, 1}), celerity::read_only};
         celerity::accessor out{output, cgh, celerity::access::one_to_one{}, celerity::write_only, celerity::no_init};
         cgh.parallel_for(extent, [=] CELERITY_DEVICE_LAMBDA(celerity::item<2> it) {
-            out[it] = inside(it[0], it[1], h, w, radius + 1) ? sharpen_at(it[0], it[1], [&](size_t y, size_t x) { return in[y][x]; }) : float3(0.f, 0.f, 0.f);
+            out[it] = inside(it[0], it[1], h, w, radius + 1) ? sharpen_at(it[0], it[1], [&](size_t y, size_t x) { return in[y][x]; }) : sycl::float3(0.f, 0.f, 0.f);
         });
     });
     const auto result = q.fence(output).get();
     const double seconds = timer.seconds();
 
-    std::vector<float3> b(w * h, float3(0.f, 0.f, 0.f));
+    std::vector<sycl::float3> b(w * h, sycl::float3(0.f, 0.f, 0.f));
     for(size_t y = 0; y < h; ++y) {
         for(size_t x = 0; x < w; ++x) {
             if(inside(y, x, h, w, radius)) b[y * w + x] = blur_at(y, x, [&](size_t yy, size_t xx) { return image[yy * w + xx]; }, [&](size_t i, size_t j) { return gauss[i * taps + j]; });
@@ -84,8 +83,8 @@ int main(int argc, char** argv) {
     float max_error = 0.f;
     for(size_t y = 0; y < h; ++y) {
         for(size_t x = 0; x < w; ++x) {
-            const float3 expected = inside(y, x, h, w, radius + 1) ? sharpen_at(y, x, [&](size_t yy, size_t xx) { return b[yy * w + xx]; }) : float3(0.f, 0.f, 0.f);
-            const float3 diff = result[{y, x}] - expected;
+            const sycl::float3 expected = inside(y, x, h, w, radius + 1) ? sharpen_at(y, x, [&](size_t yy, size_t xx) { return b[yy * w + xx]; }) : sycl::float3(0.f, 0.f, 0.f);
+            const sycl::float3 diff = result[{y, x}] - expected;
             for(int c = 0; c < 3; ++c) max_error = std::max(max_error, std::fabs(diff[c]));
         }
     }

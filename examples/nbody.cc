@@ -7,22 +7,21 @@
 #include "example_common.hpp"
 
 namespace {
-using sycl::float3;
 constexpr float dt = 0.01f;
 constexpr float softening = 0.05f;
 
-float3 initial_position(size_t i) {
+sycl::float3 initial_position(size_t i) {
     const float t = static_cast<float>(i);
-    return float3(std::cos(t * 0.37f) * (1.f + 0.001f * t), std::sin(t * 0.37f) * (1.f + 0.001f * t), std::sin(t * 0.11f) * 0.2f);
+    return sycl::float3(std::cos(t * 0.37f) * (1.f + 0.001f * t), std::sin(t * 0.37f) * (1.f + 0.001f * t), std::sin(t * 0.11f) * 0.2f);
 }
 CELERITY_HD float mass(size_t i) { return 1.f + static_cast<float>(i % 3); }
 
 template <typename Pos>
-CELERITY_HD float3 acceleration(size_t i, size_t n, const Pos& pos) {
-    float3 a(0.f, 0.f, 0.f);
-    const float3 pi = pos(i);
+CELERITY_HD sycl::float3 acceleration(size_t i, size_t n, const Pos& pos) {
+    sycl::float3 a(0.f, 0.f, 0.f);
+    const sycl::float3 pi = pos(i);
     for(size_t j = 0; j < n; ++j) {
-        const float3 d = pos(j) - pi;
+        const sycl::float3 d = pos(j) - pi;
         const float r2 = sycl::dot(d, d) + softening * softening;
         const float inv = 1.f / (r2 * sycl::sqrt(r2));
         a += (mass(j) * inv) * d;
@@ -34,12 +33,12 @@ CELERITY_HD float3 acceleration(size_t i, size_t n, const Pos& pos) {
 int main(int argc, char** argv) {
     const size_t n = static_cast<size_t>(example::option(argc, argv, "-n", 512));
     const size_t steps = static_cast<size_t>(example::option(argc, argv, "-T", 10));
-    std::vector<float3> p0(n), v0(n, float3(0.f, 0.f, 0.f));
+    std::vector<sycl::float3> p0(n), v0(n, sycl::float3(0.f, 0.f, 0.f));
     for(size_t i = 0; i < n; ++i) p0[i] = initial_position(i);
 
     example::timer timer;
     celerity::queue q;
-    celerity::buffer<float3, 1> pos(p0.data(), celerity::range<1>(n)), vel(v0.data(), celerity::range<1>(n));
+    celerity::buffer<sycl::float3, 1> pos(p0.data(), celerity::range<1>(n)), vel(v0.data(), celerity::range<1>(n));
     for(size_t s = 0; s < steps; ++s) {
         q.submit([&](celerity::handler& cgh) {
             celerity::accessor p{pos, cgh, celerity::access::all{}, celerity::read_only};
@@ -58,15 +57,15 @@ int main(int argc, char** argv) {
     const auto got_v = q.fence(vel).get();
     const double seconds = timer.seconds();
 
-    std::vector<float3> p = p0, v = v0;
+    std::vector<sycl::float3> p = p0, v = v0;
     for(size_t s = 0; s < steps; ++s) {
         for(size_t i = 0; i < n; ++i) v[i] += dt * acceleration(i, n, [&](size_t j) { return p[j]; });
         for(size_t i = 0; i < n; ++i) p[i] += dt * v[i];
     }
     float max_error = 0.f;
-    float3 momentum(0.f, 0.f, 0.f);
+    sycl::float3 momentum(0.f, 0.f, 0.f);
     for(size_t i = 0; i < n; ++i) {
-        const float3 d = got_p.get_data()[i] - p[i];
+        const sycl::float3 d = got_p.get_data()[i] - p[i];
         max_error = std::max(max_error, sycl::length(d));
         momentum += mass(i) * got_v.get_data()[i];
     }

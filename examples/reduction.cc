@@ -52,7 +52,10 @@ int main(int argc, char** argv) {
         auto hi = celerity::reduction(max_lum, cgh, sycl::maximum<float>(), init);
         auto sum = celerity::reduction(channel_sum, cgh, sycl::plus<uint64_t>(), init);
         auto bb = celerity::reduction(bright_box, cgh, empty_box, box_union{}, init);
-        cgh.parallel_for(extent, lo, hi, sum, bb, [=] CELERITY_DEVICE_LAMBDA(celerity::item<2> it, auto& mn, auto& mx, auto& s, auto& b) {
+        cgh.parallel_for(extent, lo, hi, sum, bb, [=] CELERITY_DEVICE_LAMBDA(celerity::item<2> it, celerity::reducer<float, sycl::minimum<float>>& mn,
+                                          celerity::reducer<float, sycl::maximum<float>>& mx,
+                                          celerity::reducer<uint64_t, sycl::plus<uint64_t>>& s, celerity::reducer<box, box_union>& b) {
+            // Reducers are named, not `auto&`: nvcc allows no generic extended lambdas (docs/porting.md).
             const auto p = in[it].convert<float>() / 255.f;
             const float l = luminance(p);
             out[it] = l;
