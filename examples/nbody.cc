@@ -7,6 +7,7 @@
 #include "example_common.hpp"
 
 namespace {
+// Used in kernels as float(dt): a value, not a reference to a host variable (nvcc).
 constexpr float dt = 0.01f;
 constexpr float softening = 0.05f;
 
@@ -44,13 +45,13 @@ int main(int argc, char** argv) {
             celerity::accessor p{pos, cgh, celerity::access::all{}, celerity::read_only};
             celerity::accessor v{vel, cgh, celerity::access::one_to_one{}, celerity::read_write};
             celerity::debug::set_task_name(cgh, "forces");
-            cgh.parallel_for(celerity::range<1>(n), [=] CELERITY_DEVICE_LAMBDA(celerity::item<1> it) { v[it] += dt * acceleration(it[0], n, [&](size_t j) { return p[j]; }); });
+            cgh.parallel_for(celerity::range<1>(n), [=] CELERITY_DEVICE_LAMBDA(celerity::item<1> it) { v[it] += float(dt) * acceleration(it[0], n, [&](size_t j) { return p[j]; }); });
         });
         q.submit([&](celerity::handler& cgh) {
             celerity::accessor v{vel, cgh, celerity::access::one_to_one{}, celerity::read_only};
             celerity::accessor p{pos, cgh, celerity::access::one_to_one{}, celerity::read_write};
             celerity::debug::set_task_name(cgh, "move");
-            cgh.parallel_for(celerity::range<1>(n), [=] CELERITY_DEVICE_LAMBDA(celerity::item<1> it) { p[it] += dt * v[it]; });
+            cgh.parallel_for(celerity::range<1>(n), [=] CELERITY_DEVICE_LAMBDA(celerity::item<1> it) { p[it] += float(dt) * v[it]; });
         });
     }
     const auto got_p = q.fence(pos).get();
@@ -71,7 +72,11 @@ int main(int argc, char** argv) {
     }
     // Forces are pairwise antisymmetric up to the mass factor: total momentum stays ~0.
     const float drift = sycl::length(momentum);
-    const bool ok = max_error <= 1e-5f && drift <= 1e-2f;
+    // Positions are of order 1. On host devices the kernels compute exactly what the serial loop
+    // does (error 0); on CUDA, fused multiply-adds and the device's sqrt leave ~1e-4 after 10
+    // steps (measured on the H200). A wrong range mapper or a missed transfer gives errors of
+    // order 1, far above this bound.
+    const bool ok = max_error <= 1e-3f && drift <= 1e-2f;
     return example::report("nbody", ok, seconds,
         std::to_string(n) + " bodies, " + std::to_string(steps) + " steps, max error " + std::to_string(max_error) + ", momentum drift " + std::to_string(drift));
 }
