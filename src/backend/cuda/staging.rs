@@ -63,9 +63,47 @@ pub(super) unsafe fn staged_copy<A: PinnedAllocator>(
         // is staged.
         return unsafe { direct_pageable_copy(direction, host, device, len, stream) };
     }
-    let mut events = Vec::with_capacity(slots.len());
-    let outcome = (|| {
-        for _ in &slots {
+    let mut staging = Staging {
+        host,
+        device,
+        len,
+        chunk,
+        stream,
+        slots,
+        events: Vec::new(),
+    };
+    let outcome = staging.create_events().and_then(|()| match direction {
+        // SAFETY: forwarded contract (ranges valid, context current).
+        Direction::ToDevice => unsafe { staging.upload() },
+        // SAFETY: as above.
+        Direction::ToHost => unsafe { staging.download() },
+    });
+    let drained = staging.drain(outcome.is_ok());
+    if drained.is_ok() {
+        let mut pool = pool.lock();
+        for slot in staging.slots.drain(..) {
+            pool.release(slot);
+        }
+    }
+    // (A slot whose DMA state is unknown after a failed drain is leaked, never reused.)
+    outcome.and(drained)
+}
+
+/// One staged copy in flight: the caller's ranges, the pinned slots it cycles through and one
+/// event per slot marking when the slot's last DMA is done.
+struct Staging {
+    host: *mut u8,
+    device: sys::CUdeviceptr,
+    len: usize,
+    chunk: usize,
+    stream: sys::CUstream,
+    slots: Vec<usize>,
+    events: Vec<sys::CUevent>,
+}
+
+impl Staging {
+    fn create_events(&mut self) -> Result<()> {
+        for _ in &self.slots {
             let mut event = std::ptr::null_mut();
             // SAFETY: valid out-pointer; the context is current.
             check("cuEventCreate", unsafe {
@@ -74,106 +112,125 @@ pub(super) unsafe fn staged_copy<A: PinnedAllocator>(
                     sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
                 )
             })?;
-            events.push(event);
+            self.events.push(event);
         }
-        let pieces = len.div_ceil(chunk);
-        let piece = |i: usize| (i * chunk, chunk.min(len - i * chunk));
-        match direction {
-            Direction::ToDevice => {
-                for i in 0..pieces {
-                    let (offset, bytes) = piece(i);
-                    let k = i % slots.len();
-                    if i >= slots.len() {
-                        // SAFETY: an event recorded on this stream.
-                        check("cuEventSynchronize", unsafe {
-                            sys::cuEventSynchronize(events[k])
-                        })?;
-                    }
-                    // SAFETY: the slot holds `chunk` pinned bytes no DMA uses any more (its
-                    // event completed); the host range is the caller's.
-                    unsafe { parallel_copy::copy(slots[k] as *mut u8, host.add(offset), bytes) };
-                    // SAFETY: pinned source, device destination within the caller's range.
-                    check("cuMemcpyHtoDAsync", unsafe {
-                        sys::cuMemcpyHtoDAsync_v2(
-                            device + offset as u64,
-                            slots[k] as *const c_void,
-                            bytes,
-                            stream,
-                        )
-                    })?;
-                    // SAFETY: event and stream of the current context.
-                    check("cuEventRecord", unsafe {
-                        sys::cuEventRecord(events[k], stream)
-                    })?;
-                }
+        Ok(())
+    }
+
+    fn pieces(&self) -> usize {
+        self.len.div_ceil(self.chunk)
+    }
+
+    /// Offset, length and slot of piece `i`.
+    fn piece(&self, i: usize) -> (usize, usize, usize) {
+        let offset = i * self.chunk;
+        (
+            offset,
+            self.chunk.min(self.len - offset),
+            i % self.slots.len(),
+        )
+    }
+
+    fn wait_for_slot(&self, k: usize) -> Result<()> {
+        // SAFETY: an event created here (recorded on this stream, or never: then complete).
+        check("cuEventSynchronize", unsafe {
+            sys::cuEventSynchronize(self.events[k])
+        })
+    }
+
+    fn record(&self, k: usize) -> Result<()> {
+        // SAFETY: event and stream of the current context.
+        check("cuEventRecord", unsafe {
+            sys::cuEventRecord(self.events[k], self.stream)
+        })
+    }
+
+    /// Host copy of piece i into its slot, then its DMA; a slot is reused once its event says
+    /// the previous DMA out of it is done.
+    ///
+    /// # Safety
+    /// As for [`staged_copy`].
+    unsafe fn upload(&self) -> Result<()> {
+        for i in 0..self.pieces() {
+            let (offset, bytes, k) = self.piece(i);
+            if i >= self.slots.len() {
+                self.wait_for_slot(k)?;
             }
-            Direction::ToHost => {
-                let issue = |i: usize| {
-                    let (offset, bytes) = piece(i);
-                    let k = i % slots.len();
-                    // SAFETY: device source within the caller's range, pinned slot destination
-                    // whose previous contents were already copied out.
-                    check("cuMemcpyDtoHAsync", unsafe {
-                        sys::cuMemcpyDtoHAsync_v2(
-                            slots[k] as *mut c_void,
-                            device + offset as u64,
-                            bytes,
-                            stream,
-                        )
-                    })?;
-                    // SAFETY: event and stream of the current context.
-                    check("cuEventRecord", unsafe {
-                        sys::cuEventRecord(events[k], stream)
-                    })
-                };
-                for i in 0..pieces.min(slots.len()) {
-                    issue(i)?;
-                }
-                for i in 0..pieces {
-                    let (offset, bytes) = piece(i);
-                    let k = i % slots.len();
-                    // SAFETY: an event recorded on this stream.
-                    check("cuEventSynchronize", unsafe {
-                        sys::cuEventSynchronize(events[k])
-                    })?;
-                    // SAFETY: the slot holds this chunk (its DMA completed); the host range is
-                    // the caller's.
-                    unsafe { parallel_copy::copy(host.add(offset), slots[k] as *const u8, bytes) };
-                    if i + slots.len() < pieces {
-                        issue(i + slots.len())?;
-                    }
-                }
+            // SAFETY: the slot holds `chunk` pinned bytes no DMA uses any more (its event
+            // completed); the host range is the caller's.
+            unsafe { parallel_copy::copy(self.slots[k] as *mut u8, self.host.add(offset), bytes) };
+            // SAFETY: pinned source, device destination within the caller's range.
+            check("cuMemcpyHtoDAsync", unsafe {
+                sys::cuMemcpyHtoDAsync_v2(
+                    self.device + offset as u64,
+                    self.slots[k] as *const c_void,
+                    bytes,
+                    self.stream,
+                )
+            })?;
+            self.record(k)?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues the DMA of piece `i` into its slot.
+    fn issue_download(&self, i: usize) -> Result<()> {
+        let (offset, bytes, k) = self.piece(i);
+        // SAFETY: device source within the caller's range, pinned slot destination whose
+        // previous contents were already copied out.
+        check("cuMemcpyDtoHAsync", unsafe {
+            sys::cuMemcpyDtoHAsync_v2(
+                self.slots[k] as *mut c_void,
+                self.device + offset as u64,
+                bytes,
+                self.stream,
+            )
+        })?;
+        self.record(k)
+    }
+
+    /// DMAs into every slot first; then, per piece, waits for its DMA, copies it out and
+    /// reuses the slot for the next piece still to come.
+    ///
+    /// # Safety
+    /// As for [`staged_copy`].
+    unsafe fn download(&self) -> Result<()> {
+        let (pieces, slots) = (self.pieces(), self.slots.len());
+        for i in 0..pieces.min(slots) {
+            self.issue_download(i)?;
+        }
+        for i in 0..pieces {
+            let (offset, bytes, k) = self.piece(i);
+            self.wait_for_slot(k)?;
+            // SAFETY: the slot holds this chunk (its DMA completed); the host range is the
+            // caller's.
+            unsafe {
+                parallel_copy::copy(self.host.add(offset), self.slots[k] as *const u8, bytes)
+            };
+            if i + slots < pieces {
+                self.issue_download(i + slots)?;
             }
         }
         Ok(())
-    })();
-    // The slots may only go back once no DMA uses them: wait for every recorded event (after a
-    // failure, for the whole stream).
-    let drained = if outcome.is_ok() {
-        events.iter().try_for_each(|&event| {
-            // SAFETY: events recorded (or never recorded, which completes at once) here.
-            check("cuEventSynchronize", unsafe {
-                sys::cuEventSynchronize(event)
+    }
+
+    /// The slots may only go back once no DMA uses them: waits for every recorded event (after
+    /// a failure, for the whole stream), then destroys the events.
+    fn drain(&mut self, copied: bool) -> Result<()> {
+        let drained = if copied {
+            (0..self.events.len()).try_for_each(|k| self.wait_for_slot(k))
+        } else {
+            // SAFETY: the caller's stream.
+            check("cuStreamSynchronize", unsafe {
+                sys::cuStreamSynchronize(self.stream)
             })
-        })
-    } else {
-        // SAFETY: the caller's stream.
-        check("cuStreamSynchronize", unsafe {
-            sys::cuStreamSynchronize(stream)
-        })
-    };
-    for event in events {
-        // SAFETY: created above, no longer waited on.
-        unsafe { sys::cuEventDestroy_v2(event) };
-    }
-    if drained.is_ok() {
-        let mut pool = pool.lock();
-        for slot in slots {
-            pool.release(slot);
+        };
+        for event in self.events.drain(..) {
+            // SAFETY: created above, no longer waited on.
+            unsafe { sys::cuEventDestroy_v2(event) };
         }
+        drained
     }
-    // (A slot whose DMA state is unknown after a failed drain is leaked, never reused.)
-    outcome.and(drained)
 }
 
 /// The driver's own copy from or to pageable memory.
