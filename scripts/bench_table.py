@@ -19,13 +19,30 @@ def fmt(ns):
             return f"{ns / scale:.3g} {unit}"
     return f"{ns:.3g} ns"
 
+# The side-by-side run's summary.json: per pair key and benchmark name, the Celerity / ours ratio
+# of every round. Our criterion ids are "<group>/<benchmark>"; the groups of the pair keys are
+# those of ../shared/tools/celerity-anchor/bench-side-by-side.sh.
+def group_of(key):
+    if key == "tdag":
+        return "task graph"
+    if key == "handling":
+        return "task handling"
+    kind, n = re.match(r"^([a-z]+?)(\d+t?)$", key).groups()
+    if kind == "cdag":
+        return f"command graph/{n} nodes"
+    if kind == "idag":
+        return f"instruction graph/{n} devices"
+    if n.endswith("t"):
+        return f"scheduler thread/{n[:-1]} nodes/throttled submission at 10 us per task"
+    return f"scheduler thread/{n} nodes/immediate submission"
+
 ratios = {}
-if side_by_side and os.path.exists(side_by_side):
-    # summary.md rows: | cell | ... | mean ratio | ... ; keep the cell name and its mean ratio.
-    for line in open(side_by_side):
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 2 and re.match(r"^\d+(\.\d+)?×?$", cells[-2].replace("x", "")):
-            ratios[cells[0]] = cells[-2]
+summary = os.path.join(os.path.dirname(side_by_side), "summary.json") if side_by_side else ""
+if summary and os.path.exists(summary):
+    for row in json.load(open(summary)):
+        if row["ratios"]:
+            mean = sum(row["ratios"]) / len(row["ratios"])
+            ratios[f"{group_of(row['key'])}/{row['bench']}"] = f"{mean:.2f}×"
 
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
@@ -41,7 +58,7 @@ lines = [
     "|---|---|---|" + ("---|" if ratios else ""),
 ]
 for name, mean, lo, hi in rows:
-    ratio = next((r for cell, r in ratios.items() if cell and cell in name), "") if ratios else None
+    ratio = ratios.get(name, "")
     lines.append(f"| {name} | {fmt(mean)} | {fmt(lo)} – {fmt(hi)} |" + (f" {ratio} |" if ratios else ""))
 if side_by_side and os.path.exists(side_by_side):
     lines += ["", "Side by side with C++ Celerity (same sitting, alternating):", "", open(side_by_side).read().strip()]
