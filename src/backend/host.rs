@@ -30,7 +30,6 @@ pub struct HostBackend {
     alloc_queue: ThreadQueue,
     host_lanes: Lanes,
     device_lanes: Vec<Lanes>,
-    peer_copies: bool,
 }
 
 impl HostBackend {
@@ -45,7 +44,6 @@ impl HostBackend {
             device_lanes: (0..num_devices)
                 .map(|d| Lanes::new(format!("celerity-D{d}")))
                 .collect(),
-            peer_copies,
         })
     }
 
@@ -128,7 +126,12 @@ impl Backend for HostBackend {
 
     fn describe_devices(&self) -> String {
         let n = self.device_lanes.len();
-        let peers = if n > 1 && self.peer_copies {
+        let devices = &self.system.devices;
+        let direct = n > 1
+            && self.system.memories[devices[0].native_memory.0 as usize]
+                .copy_peers
+                .contains(devices[1].native_memory);
+        let peers = if direct {
             ", direct peer copies"
         } else if n > 1 {
             ", copies staged through host memory"
