@@ -383,9 +383,16 @@ impl Runtime {
     }
 
     /// Takes the asynchronous errors reported so far; the first one makes the runtime failed.
+    /// Once a call has returned the job's failure, later errors are its follow-ons (another
+    /// node's report of the same failed job arriving after this node's own, say): they were
+    /// logged where they happened and are not returned again.
     fn take_async_error(&mut self) -> Result<()> {
         let mut errors = self.shared.errors.lock();
         if errors.is_empty() {
+            return Ok(());
+        }
+        if self.failed.is_some() {
+            errors.clear();
             return Ok(());
         }
         let first = errors.remove(0);
@@ -397,9 +404,7 @@ impl Runtime {
         } else {
             first
         };
-        if self.failed.is_none() {
-            self.failed = Some(error.clone());
-        }
+        self.failed = Some(error.clone());
         Err(error)
     }
 
@@ -710,15 +715,8 @@ impl Runtime {
         epoch?;
         // An error that no earlier call reported (one that happened during shutdown, e.g. a
         // failed free after a device fault, included) is reported now; one already reported is
-        // not reported again (the executor reports each task's failure once). Once a call has
-        // returned the job's failure, later errors are its follow-ons (another node's report of
-        // the same failed job arriving after this node's own, say): logged where they happened,
-        // not returned again.
-        if self.failed.is_some() {
-            self.shared.errors.lock().clear();
-        } else {
-            self.take_async_error()?;
-        }
+        // not reported again (the executor reports each task's failure once).
+        self.take_async_error()?;
         executor_outcome.and(observability)
     }
 
