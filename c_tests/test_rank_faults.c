@@ -66,6 +66,10 @@ int main(int argc, char** argv) {
     } else if (strcmp(mode, "exit") == 0 || strcmp(mode, "die") == 0) {
         submit(a, "fill", fill_ok);
         CHECK_OK(test_read(a, NULL, data, sizeof data));
+        /* Every rank has its copy of `a` before rank 1 leaves: a fence still pending when rank
+         * 1's departure notice arrives fails, even when its data was already sent (see
+         * docs/reliability.md), and this read is not what the test is about. */
+        CHECK_OK(celerity_barrier());
         if (info.node == 1) {
             printf("rank 1: %s without celerity_runtime_shutdown\n", strcmp(mode, "die") == 0 ? "dying" : "exiting");
             fflush(stdout);
