@@ -1,12 +1,15 @@
 //! Splitting a task into chunks, assigning them to nodes, and the buffer requirements of every
 //! chunk (C++ Celerity: `command_graph_generator.cc`). Every node computes the same split and
-//! assignment, and the requirements of the chunks of all other nodes too: that is how it knows what
-//! to push without asking.
+//! assignment, and what the chunks of the other nodes read of its data: that is how it knows
+//! what to push without asking. C++ Celerity evaluates every remote chunk; here only the remote
+//! chunks whose reads can meet pushable data are (see [`compute_pushable_requirements`]).
+
+use std::sync::Arc;
 
 use smallvec::SmallVec;
 
 use super::buffer_state::SCALAR_BOX;
-use crate::grid::{GridBox, Region, RegionBuilder, split_1d, split_2d};
+use crate::grid::{GridBox, Range, Region, RegionBuilder, split_1d, split_2d};
 use crate::task::{Task, TaskType};
 use crate::types::{BufferId, NodeId};
 
@@ -71,6 +74,90 @@ pub fn split_and_assign(task: &Task, num_nodes: usize, multiplier: usize) -> Vec
     }
 }
 
+/// A task's chunks with what the generator derives from them, computed once per task shape.
+pub(super) struct Assignment {
+    /// Every chunk of the task, in split order.
+    pub chunks: Vec<AssignedChunk>,
+    /// Indices of the local node's chunks.
+    local: SmallVec<[usize; 1]>,
+    /// The chunks follow each other along dimension 0 with equal extents in the others (a 1-D
+    /// split), so the box from the first to the last chunk of a run covers exactly the run.
+    sequence_along_dim0: bool,
+}
+
+impl Assignment {
+    fn new(chunks: Vec<AssignedChunk>, local: NodeId) -> Self {
+        let local_chunks = (0..chunks.len()).filter(|&i| chunks[i].node == local);
+        Assignment {
+            local: local_chunks.collect(),
+            sequence_along_dim0: !chunks.is_empty() && is_sequence_along_dim0(&chunks),
+            chunks,
+        }
+    }
+
+    /// Whether some chunk runs on another node.
+    fn has_remote(&self) -> bool {
+        self.local.len() < self.chunks.len()
+    }
+}
+
+/// What [`split_and_assign`] depends on besides the generator's node count and multiplier.
+#[derive(Copy, Clone, PartialEq, Eq)]
+struct SplitKey {
+    task_type: TaskType,
+    full: GridBox,
+    granularity: Range,
+    split_2d: bool,
+}
+
+/// The assignments of the last few task shapes: programs repeat a few shapes, and splitting
+/// anew for every task would cost every node time in proportion to the number of nodes.
+#[derive(Default)]
+pub(super) struct SplitCache {
+    entries: SmallVec<[(SplitKey, Arc<Assignment>); 4]>,
+    /// The entry to replace next once the cache is full.
+    next: usize,
+}
+
+impl SplitCache {
+    const CAPACITY: usize = 4;
+
+    /// The (cached) split and assignment of `task` as seen by node `local`.
+    pub fn assignment(
+        &mut self,
+        task: &Task,
+        num_nodes: usize,
+        multiplier: usize,
+        local: NodeId,
+    ) -> Arc<Assignment> {
+        let geometry = task.geometry();
+        let key = SplitKey {
+            task_type: task.task_type(),
+            full: geometry.global_box(),
+            granularity: geometry.granularity,
+            split_2d: task.hints().split_2d,
+        };
+        if let Some((_, a)) = self.entries.iter().find(|(k, _)| *k == key) {
+            return Arc::clone(a);
+        }
+        let chunks = split_and_assign(task, num_nodes, multiplier);
+        let assignment = Arc::new(Assignment::new(chunks, local));
+        if self.entries.len() < Self::CAPACITY {
+            self.entries.push((key, Arc::clone(&assignment)));
+        } else {
+            self.entries[self.next] = (key, Arc::clone(&assignment));
+            self.next = (self.next + 1) % Self::CAPACITY;
+        }
+        assignment
+    }
+
+    /// Forgets every split (the multiplier changed).
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.next = 0;
+    }
+}
+
 /// What one chunk consumes and produces of one buffer.
 #[derive(Clone, Debug)]
 pub struct BufferRequirements {
@@ -121,13 +208,17 @@ impl ChunkRequirements {
 impl ChunkRequirements {
     /// The reads of remote node `node`, added (empty) if it has none yet.
     pub(super) fn remote_reads_of(&mut self, node: NodeId) -> &mut BufferReads {
-        let pos = match self.remote_reads.iter().position(|(n, _)| *n == node) {
-            Some(pos) => pos,
-            None => {
-                self.remote_reads.push((node, SmallVec::new()));
-                self.remote_reads.len() - 1
-            }
+        // kept sorted by node; chunks are visited in order and neighbouring chunks share a
+        // node, so the last entry is the common hit
+        let pos = match self.remote_reads.last() {
+            Some((n, _)) if *n == node => Ok(self.remote_reads.len() - 1),
+            Some((n, _)) if *n < node => Err(self.remote_reads.len()),
+            _ => self.remote_reads.binary_search_by_key(&node, |(n, _)| *n),
         };
+        let pos = pos.unwrap_or_else(|pos| {
+            self.remote_reads.insert(pos, (node, SmallVec::new()));
+            pos
+        });
         &mut self.remote_reads[pos].1
     }
 }
@@ -215,7 +306,11 @@ pub fn compute_requirements(
     chunks: &[AssignedChunk],
     local: NodeId,
 ) -> ChunkRequirements {
-    compute_requirements_with(task, chunks, local, |c, out| {
+    let mut out = ChunkRequirements::new(chunks.len());
+    for c in chunks.iter().filter(|c| c.node == local) {
+        out.add_local(task, c);
+    }
+    for c in chunks.iter().filter(|c| c.node != local) {
         let reqs = chunk_requirements(task, c.node, &c.chunk, true);
         let reads = out.remote_reads_of(c.node);
         for r in reqs {
@@ -223,31 +318,115 @@ pub fn compute_requirements(
                 add_read(reads, r.bid, r.consumed);
             }
         }
+    }
+    out
+}
+
+impl ChunkRequirements {
+    fn new(num_chunks: usize) -> Self {
+        ChunkRequirements {
+            num_chunks,
+            local: SmallVec::new(),
+            remote_reads: Vec::new(),
+        }
+    }
+
+    fn add_local(&mut self, task: &Task, c: &AssignedChunk) {
+        let reqs = chunk_requirements(task, c.node, &c.chunk, false);
+        self.local.push((c.chunk, reqs));
+    }
+}
+
+/// A consuming access whose remote reads may meet data this node could push.
+pub(super) struct PushCandidate {
+    /// Index of the access in the task's access map.
+    pub access: usize,
+    /// Its buffer.
+    pub bid: BufferId,
+    /// A box containing everything of `bid` this node may have to push.
+    pub pushable: GridBox,
+}
+
+/// [`compute_requirements`] with the remote reads limited to what can lead to a push: the reads
+/// of the candidate accesses by remote chunks whose read bounds meet the candidate's pushable
+/// box. Range mappers are monotonic (Celerity's contract for custom mappers, which the task
+/// graph relies on as well: a chunk reads at most what a larger chunk containing it reads), so a
+/// run of neighbouring chunks can be ruled out at once by evaluating the mapper on the box that
+/// spans the run; the chunks are bisected down to the ones that read pushable data. A node thus
+/// evaluates mappers for the chunks it exchanges data with, not for every remote chunk.
+pub(super) fn compute_pushable_requirements(
+    task: &Task,
+    assignment: &Assignment,
+    local: NodeId,
+    candidates: &[PushCandidate],
+) -> ChunkRequirements {
+    let chunks = &assignment.chunks;
+    let mut out = ChunkRequirements::new(chunks.len());
+    for &i in &assignment.local {
+        out.add_local(task, &chunks[i]);
+    }
+    if candidates.is_empty() || !assignment.has_remote() {
+        return out;
+    }
+    let map = task.access_map();
+    let mut hits: SmallVec<[usize; 8]> = SmallVec::new();
+    for cand in candidates {
+        hits.clear();
+        let reads = |b: &GridBox| {
+            map.bounds_for_nth_access(cand.access, b)
+                .intersects(&cand.pushable)
+        };
+        if assignment.sequence_along_dim0 {
+            // the span of all chunks is the task: the candidate filter has looked at it
+            bisect_readers(chunks, 0, chunks.len(), local, &reads, &mut hits, false);
+        } else {
+            let remote = chunks.iter().enumerate().filter(|(_, c)| c.node != local);
+            hits.extend(remote.filter(|(_, c)| reads(&c.chunk)).map(|(i, _)| i));
+        }
+        for &i in &hits {
+            let c = &chunks[i];
+            let region = map.requirements_for_nth_access(cand.access, &c.chunk);
+            add_read(out.remote_reads_of(c.node), cand.bid, region);
+        }
+    }
+    out
+}
+
+/// Whether the chunks follow each other along dimension 0 with equal extents in the others.
+fn is_sequence_along_dim0(chunks: &[AssignedChunk]) -> bool {
+    chunks.windows(2).all(|w| {
+        let (a, b) = (&w[0].chunk, &w[1].chunk);
+        let (a_min, a_max, b_min, b_max) = (a.min_arr(), a.max_arr(), b.min_arr(), b.max_arr());
+        a_max[0] == b_min[0] && a_min[1..] == b_min[1..] && a_max[1..] == b_max[1..]
     })
 }
 
-/// [`compute_requirements`] with the remote reads left to `remote_reads`, which records what a
-/// remote chunk reads (through [`ChunkRequirements::remote_reads_of`]); the command graph
-/// generator keeps only the reads that can lead to a push.
-pub(super) fn compute_requirements_with(
-    task: &Task,
+/// Pushes onto `hits` the remote chunks of `chunks[lo..hi]` whose read meets the pushable data,
+/// skipping every run of chunks whose spanning box reads none of it.
+fn bisect_readers(
     chunks: &[AssignedChunk],
+    lo: usize,
+    hi: usize,
     local: NodeId,
-    mut remote_reads: impl FnMut(&AssignedChunk, &mut ChunkRequirements),
-) -> ChunkRequirements {
-    let mut out = ChunkRequirements {
-        num_chunks: chunks.len(),
-        local: SmallVec::new(),
-        remote_reads: Vec::new(),
-    };
-    for c in chunks {
-        if c.node == local {
-            out.local
-                .push((c.chunk, chunk_requirements(task, c.node, &c.chunk, false)));
-        } else {
-            remote_reads(c, &mut out);
-        }
+    reads: &impl Fn(&GridBox) -> bool,
+    hits: &mut SmallVec<[usize; 8]>,
+    check_span: bool,
+) {
+    /// Runs this short are tested chunk by chunk once their spanning box reads pushable data.
+    const LEAF_RUN: usize = 4;
+    let span = GridBox::new(chunks[lo].chunk.min(), chunks[hi - 1].chunk.max());
+    if check_span && !reads(&span) {
+        return;
     }
-    out.remote_reads.sort_by_key(|(n, _)| *n);
-    out
+    if hi - lo <= LEAF_RUN {
+        for (i, c) in chunks.iter().enumerate().take(hi).skip(lo) {
+            if c.node != local && ((check_span && hi - lo == 1) || reads(&c.chunk)) {
+                hits.push(i);
+            }
+        }
+        return;
+    }
+    let mid = lo + (hi - lo) / 2;
+    bisect_readers(chunks, lo, mid, local, reads, hits, true);
+    bisect_readers(chunks, mid, hi, local, reads, hits, true);
 }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::node_bitset::NodeBitset;
+use super::replication::Replication;
 use crate::grid::{GridBox, Range, Region};
 use crate::task::ReductionInfo;
 use crate::types::CommandId;
@@ -84,7 +84,7 @@ pub(super) struct BufferState {
     /// Local last writer of every element.
     pub last_writers: crate::grid::RegionMap<WriteState>,
     /// For data we produced: the nodes that already hold a copy.
-    pub replicated: crate::grid::RegionMap<NodeBitset>,
+    pub replicated: Replication,
     /// Written by some node (or host-initialised); only tracked for uninitialised-read checks.
     pub initialized: Region,
     /// A reduction whose partial results still sit on the nodes.
@@ -96,19 +96,20 @@ pub(super) struct BufferState {
 }
 
 impl BufferState {
-    /// A buffer whose contents count as fresh everywhere and replicated on every node, so that
-    /// neither host-initialised nor uninitialised data is ever transferred.
+    /// A buffer last written by `writer` everywhere, with the given replication (a new buffer's
+    /// contents count as fresh and held everywhere, so that neither host-initialised nor
+    /// uninitialised data is ever transferred).
     pub fn new(
         range: Range,
         writer: WriteState,
-        replicated_on: NodeBitset,
+        replicated: Replication,
         initialized: Region,
     ) -> Self {
         BufferState {
             range,
             name: None,
             last_writers: crate::grid::RegionMap::new(range, writer),
-            replicated: crate::grid::RegionMap::new(range, replicated_on),
+            replicated,
             initialized,
             pending_reduction: None,
             pushable_bounds: GridBox::EMPTY,

@@ -4,16 +4,19 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::assignment::{self, AssignedChunk, ChunkRequirements, REDUCTION_INITIALIZER};
+use super::assignment::{
+    self, Assignment, ChunkRequirements, PushCandidate, REDUCTION_INITIALIZER, SplitCache,
+};
 use super::buffer_state::{BufferState, WriteState};
 use super::command::{Command, CommandDependency, CommandKind, CommandRef};
 use super::graph::CommandTable;
 use super::node_bitset::NodeBitset;
 use super::recorder::CommandRecorder;
+use super::replication::Replication;
 use crate::error::{Error, Result};
 use crate::grid::{GridBox, Range, Region, RegionBuilder};
 use crate::policy::ErrorPolicy;
-use crate::task::{BufferLabel, DependencyKind, DependencyOrigin, RangeMapper, Task, TaskType};
+use crate::task::{BufferLabel, DependencyKind, DependencyOrigin, Task, TaskType};
 use crate::types::{
     BufferId, CollectiveGroupId, CommandId, HostObjectId, IdMap, NodeId, ReductionId, TaskId,
 };
@@ -57,6 +60,8 @@ pub struct CommandGraphGenerator {
     pub(super) local_nid: NodeId,
     pub(super) policies: CommandPolicies,
     chunk_multiplier: usize,
+    /// Splits of recent task shapes.
+    splits: SplitCache,
     next_cid: u64,
     pub(super) table: CommandTable,
     pub(super) buffers: IdMap<BufferId, BufferState>,
@@ -89,6 +94,7 @@ impl CommandGraphGenerator {
             local_nid,
             policies,
             chunk_multiplier: 1,
+            splits: SplitCache::default(),
             next_cid: 0,
             table: CommandTable::default(),
             buffers: IdMap::default(),
@@ -119,6 +125,7 @@ impl CommandGraphGenerator {
     /// to exercise several chunks per node; reductions then become unsupported).
     pub fn set_chunk_multiplier(&mut self, multiplier: usize) {
         self.chunk_multiplier = multiplier.max(1);
+        self.splits.clear();
     }
 
     /// This node.
@@ -143,7 +150,7 @@ impl CommandGraphGenerator {
         let state = BufferState::new(
             range,
             WriteState::new(self.epoch_for_new_commands, false),
-            NodeBitset::all(self.num_nodes),
+            Replication::everywhere(GridBox::full_range(range)),
             initialized,
         );
         self.buffers.insert(bid, state);
@@ -446,13 +453,15 @@ impl CommandGraphGenerator {
     }
 
     fn generate_distributed(&mut self, task: &Task) -> Result<()> {
-        let chunks = assignment::split_and_assign(task, self.num_nodes, self.chunk_multiplier);
+        let assignment =
+            self.splits
+                .assignment(task, self.num_nodes, self.chunk_multiplier, self.local_nid);
         let reqs = if self.needs_all_remote_reads(task) {
-            assignment::compute_requirements(task, &chunks, self.local_nid)
+            assignment::compute_requirements(task, &assignment.chunks, self.local_nid)
         } else {
-            self.compute_pushable_requirements(task, &chunks)
+            self.compute_pushable_requirements(task, &assignment)
         };
-        self.validate(task, &chunks, &reqs)?;
+        self.validate(task, &assignment.chunks, &reqs)?;
 
         self.resolve_pending_reductions(task, &reqs);
         self.generate_pushes(task, &reqs);
@@ -484,47 +493,34 @@ impl CommandGraphGenerator {
     }
 
     /// Like [`assignment::compute_requirements`], but the remote reads only keep what can lead to
-    /// a push: a remote chunk's read of an access is evaluated only if its bounding box meets the
-    /// buffer's [`pushable_bounds`](BufferState::pushable_bounds), and built-in mappers (whose
-    /// chunk results lie inside the task-level region) are skipped for the whole task when the
-    /// task-level region does not meet them. Everything dropped would have produced no push, so
-    /// the commands are the same; remote chunks cost almost nothing when nothing is to be sent.
+    /// a push: only consuming accesses of buffers with pushable data whose task-level region
+    /// meets the buffer's [`pushable_bounds`](BufferState::pushable_bounds) are candidates (a
+    /// chunk's region lies inside the task-level one: mappers are monotonic), and of those only
+    /// the remote chunks whose read bounds meet it are evaluated
+    /// ([`assignment::compute_pushable_requirements`]). Everything dropped would have produced no
+    /// push, so the commands are the same; remote chunks cost nothing when nothing is to be sent.
     fn compute_pushable_requirements(
         &self,
         task: &Task,
-        chunks: &[AssignedChunk],
+        assignment: &Assignment,
     ) -> ChunkRequirements {
         let map = task.access_map();
-        // consuming accesses that may read pushable data, with the buffer's pushable bounds
-        let mut candidates: SmallVec<[(usize, BufferId, GridBox); 4]> = SmallVec::new();
-        for (i, acc) in map.accesses().iter().enumerate() {
+        let mut candidates: SmallVec<[PushCandidate; 4]> = SmallVec::new();
+        for (access, acc) in map.accesses().iter().enumerate() {
             if !acc.mode.is_consumer() {
                 continue;
             }
             let pushable = self.buffers[&acc.bid].pushable_bounds;
-            if pushable.is_empty() {
+            if !map.task_consumed_bounds(acc.bid).intersects(&pushable) {
                 continue;
             }
-            let built_in = !matches!(acc.mapper, RangeMapper::Custom(_));
-            if built_in
-                && !map
-                    .task_consumed_region(acc.bid)
-                    .bounding_box()
-                    .intersects(&pushable)
-            {
-                continue;
-            }
-            candidates.push((i, acc.bid, pushable));
+            candidates.push(PushCandidate {
+                access,
+                bid: acc.bid,
+                pushable,
+            });
         }
-        assignment::compute_requirements_with(task, chunks, self.local_nid, |c, out| {
-            for &(i, bid, pushable) in &candidates {
-                if !map.bounds_for_nth_access(i, &c.chunk).intersects(&pushable) {
-                    continue;
-                }
-                let region = map.requirements_for_nth_access(i, &c.chunk);
-                assignment::add_read(out.remote_reads_of(c.node), bid, region);
-            }
-        })
+        assignment::compute_pushable_requirements(task, assignment, self.local_nid, &candidates)
     }
 
     /// Execution or fence commands for the local chunks; returns the local writes per buffer.
@@ -533,95 +529,28 @@ impl CommandGraphGenerator {
         task: &Task,
         reqs: &ChunkRequirements,
     ) -> SmallVec<[(BufferId, Region); 2]> {
-        let tid = task.id();
-        let mut local_writes: SmallVec<[(BufferId, RegionBuilder); 2]> = SmallVec::new();
+        let mut local_writes: LocalWrites = SmallVec::new();
         for (chunk, requirements) in &reqs.local {
-            let kind = if task.task_type() == TaskType::Fence {
-                CommandKind::Fence
-            } else {
-                let is_reduction_initializer = self.local_nid == REDUCTION_INITIALIZER
-                    && task.reductions().iter().any(|r| r.init_from_buffer);
-                CommandKind::Execution {
-                    execution_range: *chunk,
-                    is_reduction_initializer,
-                }
-            };
-            let cmd = self.create(tid, kind);
-
-            if task.task_type() == TaskType::Collective {
-                let group = task.collective_group();
-                if let Some(last) = self.collective_groups.insert(group, cmd) {
-                    self.add_dependency(
-                        cmd,
-                        last,
-                        DependencyKind::True,
-                        DependencyOrigin::CollectiveGroupSerialization,
-                    );
-                }
-            }
-
+            let cmd = self.create_chunk_command(task, chunk);
             for req in requirements {
-                let bid = req.bid;
                 if !req.consumed.is_empty() {
-                    let mut writers: SmallVec<[WriteState; 4]> = SmallVec::new();
-                    self.buffers[&bid]
-                        .last_writers
-                        .query_region(&req.consumed, |_, ws| {
-                            if !writers.contains(ws) {
-                                writers.push(*ws);
-                            }
-                        });
-                    for ws in writers {
-                        debug_assert!(ws.is_fresh(), "unresolved remote data dependency");
-                        self.add_dependency(
-                            cmd,
-                            ws.command(),
-                            DependencyKind::True,
-                            DependencyOrigin::Dataflow,
-                        );
-                    }
-                    self.table.add_read(cmd, bid, req.consumed.clone());
+                    self.add_read_dependencies(cmd, req.bid, &req.consumed);
                 }
                 if !req.produced.is_empty() {
-                    self.add_anti_dependencies(tid, bid, &req.produced, cmd);
-                    let buffer = self.buffers.get_mut(&bid).expect("validated");
-                    buffer.pushable_bounds = buffer
-                        .pushable_bounds
-                        .bounding_box(&req.produced.bounding_box());
-                    buffer
-                        .last_writers
-                        .update_region(&req.produced, WriteState::new(cmd, false));
-                    buffer
-                        .replicated
-                        .update_region(&req.produced, NodeBitset::EMPTY);
-                    if let Some(discarded) = buffer.pending_reduction.take() {
-                        self.completed_reductions.push(discarded.rid);
-                    }
-                    match local_writes.iter_mut().find(|(b, _)| *b == bid) {
+                    self.record_local_write(task.id(), cmd, req.bid, &req.produced);
+                    match local_writes.iter_mut().find(|(b, _)| *b == req.bid) {
                         Some((_, w)) => {
                             w.add_region(&req.produced);
                         }
                         None => {
                             let mut w = RegionBuilder::new();
                             w.add_region(&req.produced);
-                            local_writes.push((bid, w));
+                            local_writes.push((req.bid, w));
                         }
                     }
                 }
             }
-
-            for &hoid in task.side_effects() {
-                let epoch = self.epoch_for_new_commands;
-                let last = self.host_objects.entry(hoid).or_insert(epoch);
-                let previous = std::mem::replace(last, cmd);
-                self.add_dependency(
-                    cmd,
-                    previous,
-                    DependencyKind::True,
-                    DependencyOrigin::SideEffect,
-                );
-            }
-
+            self.add_side_effect_dependencies(task, cmd);
             self.add_epoch_dependency(cmd);
         }
         local_writes
@@ -629,4 +558,95 @@ impl CommandGraphGenerator {
             .map(|(bid, w)| (bid, w.into_region()))
             .collect()
     }
+
+    /// The execution (or fence) command of one local chunk, serialised after the previous
+    /// command of its collective group.
+    fn create_chunk_command(&mut self, task: &Task, chunk: &GridBox) -> CommandId {
+        let kind = if task.task_type() == TaskType::Fence {
+            CommandKind::Fence
+        } else {
+            let is_reduction_initializer = self.local_nid == REDUCTION_INITIALIZER
+                && task.reductions().iter().any(|r| r.init_from_buffer);
+            CommandKind::Execution {
+                execution_range: *chunk,
+                is_reduction_initializer,
+            }
+        };
+        let cmd = self.create(task.id(), kind);
+        if task.task_type() == TaskType::Collective {
+            let group = task.collective_group();
+            if let Some(last) = self.collective_groups.insert(group, cmd) {
+                self.add_dependency(
+                    cmd,
+                    last,
+                    DependencyKind::True,
+                    DependencyOrigin::CollectiveGroupSerialization,
+                );
+            }
+        }
+        cmd
+    }
+
+    /// True dependencies of `cmd` on the local last writers of what it consumes of `bid`.
+    fn add_read_dependencies(&mut self, cmd: CommandId, bid: BufferId, consumed: &Region) {
+        let mut writers: SmallVec<[WriteState; 4]> = SmallVec::new();
+        self.buffers[&bid]
+            .last_writers
+            .query_region(consumed, |_, ws| {
+                if !writers.contains(ws) {
+                    writers.push(*ws);
+                }
+            });
+        for ws in writers {
+            debug_assert!(ws.is_fresh(), "unresolved remote data dependency");
+            self.add_dependency(
+                cmd,
+                ws.command(),
+                DependencyKind::True,
+                DependencyOrigin::Dataflow,
+            );
+        }
+        self.table.add_read(cmd, bid, consumed.clone());
+    }
+
+    /// `cmd` overwrites `produced` of `bid` here: anti-dependencies on the old readers, and it
+    /// becomes the fresh, unreplicated last writer (a pending reduction is discarded).
+    fn record_local_write(
+        &mut self,
+        tid: TaskId,
+        cmd: CommandId,
+        bid: BufferId,
+        produced: &Region,
+    ) {
+        self.add_anti_dependencies(tid, bid, produced, cmd);
+        let buffer = self.buffers.get_mut(&bid).expect("validated");
+        buffer.pushable_bounds = buffer
+            .pushable_bounds
+            .bounding_box(&produced.bounding_box());
+        buffer
+            .last_writers
+            .update_region(produced, WriteState::new(cmd, false));
+        buffer.replicated.overwritten(produced);
+        if let Some(discarded) = buffer.pending_reduction.take() {
+            self.completed_reductions.push(discarded.rid);
+        }
+    }
+
+    /// Serialises `cmd` after the previous command with a side effect on each host object.
+    fn add_side_effect_dependencies(&mut self, task: &Task, cmd: CommandId) {
+        for &hoid in task.side_effects() {
+            let epoch = self.epoch_for_new_commands;
+            let last = self.host_objects.entry(hoid).or_insert(epoch);
+            let previous = std::mem::replace(last, cmd);
+            self.add_dependency(
+                cmd,
+                previous,
+                DependencyKind::True,
+                DependencyOrigin::SideEffect,
+            );
+        }
+    }
 }
+
+/// The regions each local chunk writes, per buffer, under construction.
+type LocalWrites = SmallVec<[(BufferId, RegionBuilder); 2]>;

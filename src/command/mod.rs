@@ -17,7 +17,8 @@
 //! # What the commands mean
 //!
 //! * A task is split into chunks ([`assignment`]); every node computes the same split and
-//!   assignment, and the buffer requirements of *all* chunks.
+//!   assignment, the requirements of its own chunks, and the reads of those remote chunks that
+//!   can involve data it has to send (found without visiting every remote chunk).
 //! * Per buffer each node tracks its local last writer of every element, with a *fresh* bit (the
 //!   newest version is here) and a *replicated* bit (we received it; only original producers
 //!   push), and for data it produced the set of nodes that already have a copy.
@@ -43,6 +44,7 @@ mod graph;
 mod node_bitset;
 mod recorder;
 mod reduction;
+mod replication;
 mod transfers;
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use super::buffer_state::{BufferState, SCALAR_BOX, WriteState};
 use super::command::CommandKind;
 use super::generator::CommandGraphGenerator;
 use super::node_bitset::NodeBitset;
+use super::replication::Replication;
 use crate::grid::Region;
 use crate::policy::ErrorPolicy;
 use crate::task::{DependencyKind, DependencyOrigin, Task};
@@ -47,7 +48,7 @@ impl CommandGraphGenerator {
             let mut post = BufferState::new(
                 buffer.range,
                 writer.stale(),
-                NodeBitset::EMPTY,
+                Replication::nowhere(),
                 if self.policies.uninitialized_read != ErrorPolicy::Ignore {
                     Region::from_box(SCALAR_BOX)
                 } else {
@@ -88,7 +89,10 @@ impl CommandGraphGenerator {
                         DependencyOrigin::Dataflow,
                     );
                 }
-                post.replicated.update_box(&SCALAR_BOX, participants);
+                let scalar = Region::from_box(SCALAR_BOX);
+                for nid in participants.iter() {
+                    post.replicated.add(nid, &scalar);
+                }
             }
 
             debug_assert!(reqs.local.len() <= 1, "several local chunks of a reduction");

@@ -21,12 +21,18 @@ struct PushScratch {
     sources: SmallVec<[CommandId; 4]>,
 }
 
-/// Position of `key` in a small association list, inserting `make()` at the end if absent.
+/// Position of `key` in a small association list, inserting `make()` at the end if absent. The
+/// last entry is tried first: callers visit keys in runs (targets in ascending node order).
 pub(super) fn slot<K: PartialEq + Copy, V>(
     list: &mut SmallVec<[(K, V); 2]>,
     key: K,
     make: impl FnOnce() -> V,
 ) -> usize {
+    if let Some((k, _)) = list.last()
+        && *k == key
+    {
+        return list.len() - 1;
+    }
     match list.iter().position(|(k, _)| *k == key) {
         Some(pos) => pos,
         None => {
@@ -55,19 +61,11 @@ impl CommandGraphGenerator {
                     }
                 });
                 for (b, ws) in pushable {
-                    let mut missing = RegionBuilder::new();
-                    for (rb, nodes) in buffer.replicated.get_box_values(&b) {
-                        if !nodes.contains(nid) {
-                            missing.add_box(rb);
-                        }
-                    }
+                    let missing = buffer.replicated.missing_on(nid, &b);
                     if missing.is_empty() {
                         continue;
                     }
-                    let region = missing.into_region();
-                    for (rb, nodes) in buffer.replicated.get_region_values(&region) {
-                        buffer.replicated.update_box(&rb, nodes.with(nid));
-                    }
+                    buffer.replicated.add(nid, &missing);
                     let pos = match per_buffer.iter().position(|p| p.bid == *bid) {
                         Some(pos) => pos,
                         None => {
@@ -81,7 +79,7 @@ impl CommandGraphGenerator {
                     };
                     let scratch = &mut per_buffer[pos];
                     let t = slot(&mut scratch.targets, nid, RegionBuilder::new);
-                    scratch.targets[t].1.add_region(&region);
+                    scratch.targets[t].1.add_region(&missing);
                     if !scratch.sources.contains(&ws.command()) {
                         scratch.sources.push(ws.command());
                     }

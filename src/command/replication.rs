@@ -1,0 +1,148 @@
+//! [`Replication`]: which nodes already hold a copy of the data this node produced (C++ Celerity:
+//! `replicated_regions`, a region map of node sets).
+//!
+//! Stored per node instead of per element: the elements every node holds (a buffer's initial
+//! contents), plus, for each node that received something from us, the region it received since
+//! we last overwrote it. A node set per element fragments into one entry per target as soon as
+//! every node reads a different part of our data (all-to-all patterns), and every push and every
+//! write then pays an R-tree update per fragment; here a push to one target touches only that
+//! target's region, and a write clears the others with a bounding-box test each. Membership is
+//! the same: node `n` holds element `e` iff `e` is in `everywhere` or in `n`'s region.
+
+use crate::grid::{GridBox, Region};
+use crate::types::NodeId;
+
+/// The nodes holding copies of what this node produced, per element.
+pub(super) struct Replication {
+    /// Held by every node.
+    everywhere: Region,
+    /// Further elements held by individual nodes: ascending node ids, no empty regions.
+    per_node: Vec<(NodeId, Region)>,
+}
+
+impl Replication {
+    /// Every node holds `full` (a new buffer's contents are present everywhere).
+    pub fn everywhere(full: GridBox) -> Self {
+        Replication {
+            everywhere: Region::from_box(full),
+            per_node: Vec::new(),
+        }
+    }
+
+    /// No node holds anything.
+    pub fn nowhere() -> Self {
+        Replication {
+            everywhere: Region::new(),
+            per_node: Vec::new(),
+        }
+    }
+
+    fn position(&self, nid: NodeId) -> Result<usize, usize> {
+        // pushes visit targets in ascending order, so the last entry is the common hit
+        match self.per_node.last() {
+            Some((last, _)) if *last == nid => Ok(self.per_node.len() - 1),
+            Some((last, _)) if *last < nid => Err(self.per_node.len()),
+            _ => self.per_node.binary_search_by_key(&nid, |(n, _)| *n),
+        }
+    }
+
+    /// The part of `b` that `nid` does not hold.
+    pub fn missing_on(&self, nid: NodeId, b: &GridBox) -> Region {
+        let mut missing = Region::from_box(*b);
+        if self.everywhere.intersects_box(b) {
+            missing = missing.difference(&self.everywhere);
+        }
+        if let Ok(pos) = self.position(nid) {
+            let held = &self.per_node[pos].1;
+            if !missing.is_empty() && held.intersects(&missing) {
+                missing = missing.difference(held);
+            }
+        }
+        missing
+    }
+
+    /// `nid` now holds `region` too.
+    pub fn add(&mut self, nid: NodeId, region: &Region) {
+        if region.is_empty() {
+            return;
+        }
+        match self.position(nid) {
+            Ok(pos) => {
+                let held = &mut self.per_node[pos].1;
+                *held = held.union(region);
+            }
+            Err(pos) => self.per_node.insert(pos, (nid, region.clone())),
+        }
+    }
+
+    /// This node overwrote `region`: no other node holds the new contents.
+    pub fn overwritten(&mut self, region: &Region) {
+        if region.is_empty() {
+            return;
+        }
+        let bounds = region.bounding_box();
+        if self.everywhere.intersects(region) {
+            self.everywhere = self.everywhere.difference(region);
+        }
+        self.per_node.retain_mut(|(_, held)| {
+            if !held.bounding_box().intersects(&bounds) {
+                return true;
+            }
+            *held = held.difference(region);
+            !held.is_empty()
+        });
+    }
+
+    /// Number of nodes holding something beyond the common contents (tracking state).
+    #[cfg(test)]
+    pub fn num_node_entries(&self) -> usize {
+        self.per_node.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(i: usize, n: usize) -> GridBox {
+        GridBox::from_arrays([i, 0, 0], [i + 1, n, 1])
+    }
+
+    fn point(i: usize, j: usize) -> GridBox {
+        GridBox::from_arrays([i, j, 0], [i + 1, j + 1, 1])
+    }
+
+    #[test]
+    fn initial_contents_are_held_everywhere_until_overwritten() {
+        let full = GridBox::from_arrays([0, 0, 0], [4, 4, 1]);
+        let mut r = Replication::everywhere(full);
+        assert!(r.missing_on(NodeId(3), &full).is_empty());
+        r.overwritten(&Region::from_box(row(0, 4)));
+        assert_eq!(r.missing_on(NodeId(3), &full), Region::from_box(row(0, 4)));
+        assert!(r.missing_on(NodeId(1), &row(2, 4)).is_empty());
+    }
+
+    #[test]
+    fn pushes_are_remembered_per_target_and_cleared_by_a_write() {
+        let mut r = Replication::nowhere();
+        for j in (1..4).rev() {
+            r.add(NodeId(j as u64), &Region::from_box(point(0, j)));
+        }
+        assert_eq!(r.num_node_entries(), 3);
+        assert!(r.missing_on(NodeId(2), &point(0, 2)).is_empty());
+        assert_eq!(
+            r.missing_on(NodeId(2), &row(0, 4)),
+            Region::from_boxes([point(0, 0), point(0, 1), point(0, 3)])
+        );
+        r.add(NodeId(2), &Region::from_box(point(0, 3)));
+        assert!(r.missing_on(NodeId(2), &point(0, 3)).is_empty());
+        r.overwritten(&Region::from_box(point(0, 2)));
+        assert_eq!(
+            r.missing_on(NodeId(2), &point(0, 2)),
+            Region::from_box(point(0, 2))
+        );
+        assert!(r.missing_on(NodeId(2), &point(0, 3)).is_empty());
+        r.overwritten(&Region::from_box(row(0, 4)));
+        assert_eq!(r.num_node_entries(), 0);
+    }
+}
