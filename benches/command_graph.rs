@@ -1,6 +1,7 @@
 //! Command graph benchmarks: Celerity's "generating large command graphs for N nodes" (1, 4, 16)
 //! on the six topologies of `test/dag_benchmarks.cc`, built and timed as
-//! `shared/reference/dag-benchmarks.md` describes.
+//! `shared/reference/dag-benchmarks.md` describes, and the same for 256 nodes (no Celerity
+//! counterpart: it shows how node 0's cost grows with the number of nodes).
 //!
 //! Each timed run covers: creating the task manager (with the init epoch) and the generator of
 //! node 0, creating the buffers (both are notified), submitting every device kernel (mappers,
@@ -19,7 +20,7 @@ use common::topologies;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn command_graph(c: &mut Criterion) {
-    for nodes in [1usize, 4, 16] {
+    for nodes in [1usize, 4, 16, 256] {
         let mut group = c.benchmark_group(format!("command graph/{nodes} nodes"));
         for (name, build) in topologies::all::<CommandGraphCtx>() {
             group.bench_function(name, |b| {

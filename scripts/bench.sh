@@ -7,8 +7,14 @@
 #                                          # ours in the same sitting, and the ratio column
 #
 # BINARY is the `benchmarks` executable that ../shared/tools/celerity-anchor/build-celerity-cpp.sh
-# builds. Environment: WARMUP=1 TIME=3 (criterion seconds per benchmark), BENCHES (a subset of
-# the default list), ROUNDS (side-by-side rounds, default 3), DOC (the file to rewrite).
+# builds (e.g. /work/anchor-build/celerity-build/test/benchmarks). Environment: WARMUP=1 TIME=3
+# (criterion seconds per benchmark), BENCHES (a subset of the default list), ROUNDS (side-by-side
+# rounds, default 3), DOC (the file to rewrite). The side-by-side run also takes PAIRS (a subset
+# of tdag handling cdag1 cdag4 cdag16 idag1 idag4 idag16 sched1 sched4), SAMPLES, CRIT_WARMUP,
+# CRIT_TIME, LOAD_MAX and LOAD_WAIT_MIN (minutes to wait for the load to drop below LOAD_MAX
+# before the first round; default 5 here, then it starts anyway and logs the load). On a 2-core
+# machine Celerity's binary exits 1 after each case (its thread pinner warns that there are too
+# few cores and its test main fails a case that logged a warning); the figures are still written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -38,7 +44,7 @@ done
 side_by_side=""
 if [[ -n $celerity ]]; then
     echo "== side by side with C++ Celerity ($celerity)"
-    OUT="$out/side-by-side" ROUNDS=${ROUNDS:-3} \
+    OUT="$out/side-by-side" ROUNDS=${ROUNDS:-3} LOAD_WAIT_MIN=${LOAD_WAIT_MIN:-5} \
         "$root/../shared/tools/celerity-anchor/bench-side-by-side.sh" "$celerity" "$root"
     side_by_side="$out/side-by-side/summary.md"
 fi
