@@ -36,13 +36,18 @@ def group_of(key):
         return f"scheduler thread/{n[:-1]} nodes/throttled submission at 10 us per task"
     return f"scheduler thread/{n} nodes/immediate submission"
 
+# Two ratios per cell, each averaged over the rounds: of the means (what summary.md shows) and of
+# the medians. On a loaded machine Catch2's means carry the outliers of samples that lost the CPU,
+# so the ratio of medians is the steadier of the two.
 ratios = {}
 summary = os.path.join(os.path.dirname(side_by_side), "summary.json") if side_by_side else ""
 if summary and os.path.exists(summary):
     for row in json.load(open(summary)):
         if row["ratios"]:
             mean = sum(row["ratios"]) / len(row["ratios"])
-            ratios[f"{group_of(row['key'])}/{row['bench']}"] = f"{mean:.2f}×"
+            medians = [c / o for c, o in zip(row["cpp_median"], row["ours_median"]) if o]
+            median = f"{sum(medians) / len(medians):.2f}×" if medians else ""
+            ratios[f"{group_of(row['key'])}/{row['bench']}"] = (f"{mean:.2f}×", median)
 
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
@@ -54,12 +59,14 @@ lines = [
     f"commit {commit}{' (with uncommitted changes)' if dirty else ''}; "
     f"criterion mean with its 95 % interval.",
     "",
-    "| benchmark | mean | 95 % interval |" + (" Celerity / ours |" if ratios else ""),
-    "|---|---|---|" + ("---|" if ratios else ""),
+    "| benchmark | mean | 95 % interval |" + (" Celerity / ours (means) | (medians) |" if ratios else ""),
+    "|---|---|---|" + ("---|---|" if ratios else ""),
 ]
+# natural order: "4 nodes" before "16 nodes"
+rows.sort(key=lambda r: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", r[0])])
 for name, mean, lo, hi in rows:
-    ratio = ratios.get(name, "")
-    lines.append(f"| {name} | {fmt(mean)} | {fmt(lo)} – {fmt(hi)} |" + (f" {ratio} |" if ratios else ""))
+    by_means, by_medians = ratios.get(name, ("", ""))
+    lines.append(f"| {name} | {fmt(mean)} | {fmt(lo)} – {fmt(hi)} |" + (f" {by_means} | {by_medians} |" if ratios else ""))
 if side_by_side and os.path.exists(side_by_side):
     lines += ["", "Side by side with C++ Celerity (same sitting, alternating):", "", open(side_by_side).read().strip()]
 lines.append("<!-- bench-table:end -->")
