@@ -224,7 +224,9 @@ typedef struct celerity_chunk {
 /**
  * A custom range mapper: writes the subrange of a buffer (of `buffer_dims` dimensions and
  * extent `buffer_range`) that `chunk` accesses into `*out`. Must be pure and thread-safe: the
- * runtime calls it on several of its threads.
+ * runtime calls it on several of its threads. Must be monotonic, as in C++ Celerity: a chunk
+ * inside a larger one accesses at most what the larger one accesses (dependencies and
+ * transfers are derived from results for whole tasks and for runs of chunks).
  */
 typedef void (*celerity_range_mapper_fn)(void *user_data,
                                          const struct celerity_chunk *chunk,

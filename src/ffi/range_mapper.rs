@@ -24,7 +24,9 @@ pub const CELERITY_RANGE_MAPPER_CUSTOM: celerity_range_mapper_kind = 6;
 
 /// A custom range mapper: writes the subrange of a buffer (of `buffer_dims` dimensions and
 /// extent `buffer_range`) that `chunk` accesses into `*out`. Must be pure and thread-safe: the
-/// runtime calls it on several of its threads.
+/// runtime calls it on several of its threads. Must be monotonic, as in C++ Celerity: a chunk
+/// inside a larger one accesses at most what the larger one accesses (dependencies and
+/// transfers are derived from results for whole tasks and for runs of chunks).
 pub type celerity_range_mapper_fn = Option<
     unsafe extern "C" fn(
         user_data: *mut c_void,
