@@ -6,7 +6,9 @@
 #define CELERITY_EXECUTION_HPP
 
 #include <exception>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <tuple>
 #include <ucontext.h>
 #include <vector>
@@ -475,10 +477,35 @@ class collective_partition : public partition<1> {
     /// Pointer to the collective group's `MPI_Comm` (NULL in a build without MPI).
     const void* get_collective_mpi_comm_ptr() const { return m_comm; }
 #if defined(CELERITY_HAS_MPI_HEADER)
-    MPI_Comm get_collective_mpi_comm() const { return m_comm != nullptr ? *static_cast<const MPI_Comm*>(m_comm) : MPI_COMM_SELF; }
+    /// The collective group's communicator. In one process started without an MPI launcher the
+    /// runtime runs without MPI; this then initialises MPI (finalised at exit) and returns
+    /// MPI_COMM_SELF, so that MPI libraries (parallel HDF5) work as under C++ Celerity, which
+    /// always initialises MPI.
+    MPI_Comm get_collective_mpi_comm() const {
+        if(m_comm != nullptr) return *static_cast<const MPI_Comm*>(m_comm);
+        ensure_mpi_initialized();
+        return MPI_COMM_SELF;
+    }
 #endif
   private:
     const void* m_comm;
+#if defined(CELERITY_HAS_MPI_HEADER)
+    static void ensure_mpi_initialized() {
+        static std::once_flag once;
+        std::call_once(once, [] {
+            int initialized = 0;
+            MPI_Initialized(&initialized);
+            if(initialized) return;
+            int provided = 0;
+            MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+            std::atexit([] {
+                int finalized = 0;
+                MPI_Finalized(&finalized);
+                if(!finalized) MPI_Finalize();
+            });
+        });
+    }
+#endif
 };
 } // namespace experimental
 
