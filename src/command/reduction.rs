@@ -17,8 +17,8 @@ use super::node_bitset::NodeBitset;
 use super::replication::Replication;
 use crate::grid::Region;
 use crate::policy::ErrorPolicy;
-use crate::task::{DependencyKind, DependencyOrigin, Task};
-use crate::types::{BufferId, TransferId};
+use crate::task::{DependencyKind, DependencyOrigin, ReductionInfo, Task};
+use crate::types::{BufferId, CommandId, TransferId};
 
 /// The buffers whose pending reductions `task` may resolve: the accessed buffers, then the
 /// reduction outputs (a reduction into a pending buffer chains onto it).
@@ -70,25 +70,7 @@ impl CommandGraphGenerator {
                 participants.insert(nid);
             }
             if !participants.is_empty() {
-                let notification_only = !writer.is_fresh();
-                let region = if notification_only {
-                    Region::new()
-                } else {
-                    Region::from_box(SCALAR_BOX)
-                };
-                let targets = participants.iter().map(|n| (n, region.clone())).collect();
-                let push = self.create(task.id(), CommandKind::Push { transfer, targets });
-                if notification_only {
-                    self.add_epoch_dependency(push);
-                } else {
-                    self.table.add_read(push, bid, Region::from_box(SCALAR_BOX));
-                    self.add_dependency(
-                        push,
-                        writer.command(),
-                        DependencyKind::True,
-                        DependencyOrigin::Dataflow,
-                    );
-                }
+                self.push_partial_result(task, transfer, writer, participants);
                 let scalar = Region::from_box(SCALAR_BOX);
                 for nid in participants.iter() {
                     post.replicated.add(nid, &scalar);
@@ -97,36 +79,7 @@ impl CommandGraphGenerator {
 
             debug_assert!(reqs.local.len() <= 1, "several local chunks of a reduction");
             if reqs.local_reads(bid) {
-                let await_push = self.create(
-                    task.id(),
-                    CommandKind::AwaitPush {
-                        transfer,
-                        region: Region::from_box(SCALAR_BOX),
-                    },
-                );
-                self.add_epoch_dependency(await_push);
-                let reduce = self.create(
-                    task.id(),
-                    CommandKind::Reduction {
-                        reduction,
-                        has_local_contribution: writer.is_fresh(),
-                    },
-                );
-                if writer.is_fresh() {
-                    self.add_dependency(
-                        reduce,
-                        writer.command(),
-                        DependencyKind::True,
-                        DependencyOrigin::Dataflow,
-                    );
-                }
-                self.add_dependency(
-                    reduce,
-                    await_push,
-                    DependencyKind::True,
-                    DependencyOrigin::Dataflow,
-                );
-                self.add_anti_dependencies(task.id(), bid, &Region::from_box(SCALAR_BOX), reduce);
+                let reduce = self.await_and_reduce(task, transfer, reduction, writer);
                 post.last_writers
                     .update_box(&SCALAR_BOX, WriteState::new(reduce, false));
                 participants.insert(self.local_nid);
@@ -137,5 +90,79 @@ impl CommandGraphGenerator {
                 self.buffers.insert(bid, post);
             }
         }
+    }
+
+    /// Pushes this node's partial result (written by `writer`) to the remote readers, or an
+    /// empty notification if this node holds none.
+    fn push_partial_result(
+        &mut self,
+        task: &Task,
+        transfer: TransferId,
+        writer: WriteState,
+        readers: NodeBitset,
+    ) {
+        let notification_only = !writer.is_fresh();
+        let region = if notification_only {
+            Region::new()
+        } else {
+            Region::from_box(SCALAR_BOX)
+        };
+        let targets = readers.iter().map(|n| (n, region.clone())).collect();
+        let push = self.create(task.id(), CommandKind::Push { transfer, targets });
+        if notification_only {
+            self.add_epoch_dependency(push);
+        } else {
+            let bid = transfer.buffer;
+            self.table.add_read(push, bid, Region::from_box(SCALAR_BOX));
+            self.add_dependency(
+                push,
+                writer.command(),
+                DependencyKind::True,
+                DependencyOrigin::Dataflow,
+            );
+        }
+    }
+
+    /// Awaits the other nodes' partial results and combines them (with the local one, if this
+    /// node holds one) in a reduction command, which is returned.
+    fn await_and_reduce(
+        &mut self,
+        task: &Task,
+        transfer: TransferId,
+        reduction: ReductionInfo,
+        writer: WriteState,
+    ) -> CommandId {
+        let await_push = self.create(
+            task.id(),
+            CommandKind::AwaitPush {
+                transfer,
+                region: Region::from_box(SCALAR_BOX),
+            },
+        );
+        self.add_epoch_dependency(await_push);
+        let reduce = self.create(
+            task.id(),
+            CommandKind::Reduction {
+                reduction,
+                has_local_contribution: writer.is_fresh(),
+            },
+        );
+        if writer.is_fresh() {
+            self.add_dependency(
+                reduce,
+                writer.command(),
+                DependencyKind::True,
+                DependencyOrigin::Dataflow,
+            );
+        }
+        self.add_dependency(
+            reduce,
+            await_push,
+            DependencyKind::True,
+            DependencyOrigin::Dataflow,
+        );
+        let scalar = Region::from_box(SCALAR_BOX);
+        self.add_anti_dependencies(task.id(), transfer.buffer, &scalar, reduce);
+        reduce
     }
 }
