@@ -35,6 +35,48 @@ fn mergeable_along(a: &GridBox, b: &GridBox, d: usize) -> bool {
     })
 }
 
+/// [`RegionMap::merge_partner`] for a map that is a single leaf: one scan of its entries. A
+/// neighbour of matching shape touching face `2d` (low side of `d`) or `2d + 1` (high side) is
+/// the entry the point probe of that face would find, so the first face in order wins, as there.
+fn merge_partner_in_leaf<T: PartialEq>(
+    b: &GridBox,
+    boxes: &[GridBox],
+    slots: &[Slot<T>],
+) -> Option<GridBox> {
+    let value = |i: usize| match &slots[i] {
+        Slot::Value(v) => v,
+        Slot::Node(_) => unreachable!("leaf holds a subtree"),
+    };
+    let own = value(
+        boxes
+            .iter()
+            .position(|e| e == b)
+            .expect("candidate is not an entry"),
+    );
+    let (bmin, bmax) = (b.min_arr(), b.max_arr());
+    let mut best: Option<(usize, usize)> = None; // (face, entry)
+    for (j, e) in boxes.iter().enumerate() {
+        let (emin, emax) = (e.min_arr(), e.max_arr());
+        for d in 0..3 {
+            let face = if emax[d] == bmin[d] {
+                2 * d
+            } else if emin[d] == bmax[d] {
+                2 * d + 1
+            } else {
+                continue;
+            };
+            let same_section = (0..3).all(|k| k == d || (emin[k] == bmin[k] && emax[k] == bmax[k]));
+            if same_section && best.is_none_or(|(f, _)| face < f) && value(j) == own {
+                best = Some((face, j));
+            }
+            // touching along d with the same section along the others means d is the only
+            // dimension it can touch in
+            break;
+        }
+    }
+    best.map(|(_, j)| boxes[j])
+}
+
 impl<T: Clone + PartialEq> RegionMap<T> {
     /// A map over `[0, extent)` holding `default` everywhere.
     pub fn new(extent: Range, default: T) -> Self {
@@ -139,7 +181,7 @@ impl<T: Clone + PartialEq> RegionMap<T> {
             }
             candidates.push(self.insert_new(b, value));
         }
-        self.try_merge(candidates);
+        self.try_merge(&mut candidates);
     }
 
     /// Sets every point of the region (clamped to the extent) to `value`.
@@ -209,7 +251,7 @@ impl<T: Clone + PartialEq> RegionMap<T> {
             // most of the map changed: merging entry by entry would rebuild the tree piecemeal
             self.rebuild_merged();
         } else {
-            self.try_merge(changed);
+            self.try_merge(&mut changed);
         }
     }
 
@@ -274,11 +316,10 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         v
     }
 
-    /// Probes just outside every face of each candidate entry and merges it
-    /// with an equal-valued neighbour of matching shape, until nothing changes.
-    fn try_merge(&mut self, mut candidates: SmallVec<[GridBox; 8]>) {
+    /// Merges each candidate entry with an equal-valued neighbour of matching shape (the first
+    /// found in face order: low then high side of dimension 0, 1, 2), until nothing changes.
+    fn try_merge(&mut self, candidates: &mut SmallVec<[GridBox; 8]>) {
         let mut alive: SmallVec<[bool; 8]> = SmallVec::from_elem(true, candidates.len());
-        let ext = self.extent;
         let mut merged_any = true;
         while merged_any {
             merged_any = false;
@@ -287,43 +328,9 @@ impl<T: Clone + PartialEq> RegionMap<T> {
                     continue;
                 }
                 let b = candidates[i];
-                // the candidate's own value, looked up only once a neighbour of matching shape
-                // turns up (most probes fail on the shape)
-                let mut own: Option<&T> = None;
-                let mut partner = None;
-                for d in 0..3 {
-                    let mut probes: SmallVec<[[usize; 3]; 2]> = SmallVec::new();
-                    if b.min_arr()[d] > ext.min_arr()[d] {
-                        let mut p = *b.min_arr();
-                        p[d] -= 1;
-                        probes.push(p);
-                    }
-                    if b.max_arr()[d] < ext.max_arr()[d] {
-                        let mut p = *b.min_arr();
-                        p[d] = b.max_arr()[d];
-                        probes.push(p);
-                    }
-                    partner = probes.iter().find_map(|p| {
-                        let (nb, nv) = self
-                            .root
-                            .point_query(p)
-                            .expect("map does not tile its extent");
-                        if !mergeable_along(&b, &nb, d) {
-                            return None;
-                        }
-                        let v = *own.get_or_insert_with(|| {
-                            self.root
-                                .point_query(b.min_arr())
-                                .expect("candidate is not an entry")
-                                .1
-                        });
-                        (nv == v).then_some(nb)
-                    });
-                    if partner.is_some() {
-                        break;
-                    }
-                }
-                let Some(nb) = partner else { continue };
+                let Some(nb) = self.merge_partner(&b) else {
+                    continue;
+                };
                 if let Some(j) = candidates.iter().position(|c| *c == nb) {
                     alive[j] = false;
                 }
@@ -335,6 +342,72 @@ impl<T: Clone + PartialEq> RegionMap<T> {
                 candidates[i] = merged;
                 merged_any = true;
             }
+        }
+    }
+
+    /// The equal-valued neighbour entry that `b` (an entry) can merge with, first in face order.
+    fn merge_partner(&self, b: &GridBox) -> Option<GridBox> {
+        match self.root.as_leaf() {
+            Some((boxes, slots)) => merge_partner_in_leaf(b, boxes, slots),
+            None => self.merge_partner_by_probes(b),
+        }
+    }
+
+    /// [`Self::merge_partner`] for a tree of several levels: probes the point just outside each
+    /// face of `b` (a neighbour of matching shape contains it).
+    fn merge_partner_by_probes(&self, b: &GridBox) -> Option<GridBox> {
+        let ext = self.extent;
+        // the candidate's own value, looked up only once a neighbour of matching shape turns up
+        // (most probes fail on the shape)
+        let mut own: Option<&T> = None;
+        for d in 0..3 {
+            let mut probes: SmallVec<[[usize; 3]; 2]> = SmallVec::new();
+            if b.min_arr()[d] > ext.min_arr()[d] {
+                let mut p = *b.min_arr();
+                p[d] -= 1;
+                probes.push(p);
+            }
+            if b.max_arr()[d] < ext.max_arr()[d] {
+                let mut p = *b.min_arr();
+                p[d] = b.max_arr()[d];
+                probes.push(p);
+            }
+            let partner = probes.iter().find_map(|p| {
+                let (nb, nv) = self
+                    .root
+                    .point_query(p)
+                    .expect("map does not tile its extent");
+                if !mergeable_along(b, &nb, d) {
+                    return None;
+                }
+                let v = *own.get_or_insert_with(|| {
+                    self.root
+                        .point_query(b.min_arr())
+                        .expect("candidate is not an entry")
+                        .1
+                });
+                (nv == v).then_some(nb)
+            });
+            if partner.is_some() {
+                return partner;
+            }
+        }
+        None
+    }
+
+    /// Checks that the leaf scan finds the partner the point probes find, for every entry (tests
+    /// only): the scan must not change which entries merge.
+    #[cfg(test)]
+    pub(crate) fn check_merge_partner_scan(&self) {
+        let Some((boxes, slots)) = self.root.as_leaf() else {
+            return;
+        };
+        for b in boxes {
+            assert_eq!(
+                merge_partner_in_leaf(b, boxes, slots),
+                self.merge_partner_by_probes(b),
+                "partner of {b:?}"
+            );
         }
     }
 

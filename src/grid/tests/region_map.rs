@@ -492,6 +492,7 @@ proptest! {
                 dense.values[i] = *v;
             }
             rm.check_invariants();
+            rm.check_merge_partner_scan();
         }
         check_query(&rm, &dense, &queries);
         check_query(&rm, &dense, &[GridBox::full_range(Range(extent))]);
