@@ -149,39 +149,88 @@ impl<T: Clone + PartialEq> RegionMap<T> {
                 if same && b.covers(&hb) {
                     // already holds the value and is swallowed by the new entry
                     self.erase(&hb);
-                    continue;
-                }
-                // the parts outside the update, cut along the fastest dimension first
-                let mut pieces: SmallVec<[GridBox; 6]> = SmallVec::new();
-                let (mut min, mut max) = (*hb.min_arr(), *hb.max_arr());
-                for d in (0..3).rev() {
-                    if min[d] < b.min_arr()[d] {
-                        let mut hi = max;
-                        hi[d] = b.min_arr()[d];
-                        pieces.push(GridBox::from_arrays(min, hi));
-                        min[d] = b.min_arr()[d];
-                    }
-                    if max[d] > b.max_arr()[d] {
-                        let mut lo = min;
-                        lo[d] = b.max_arr()[d];
-                        pieces.push(GridBox::from_arrays(lo, max));
-                        max[d] = b.max_arr()[d];
-                    }
-                }
-                let Some((&first, rest)) = pieces.split_first() else {
+                } else if !self.cut_outside(&hb, &b, &mut candidates) {
                     self.erase(&hb);
-                    continue;
-                };
-                // the first piece keeps the entry's slot; the others are inserted
-                let old = self.root.shrink_entry(&hb, first).expect("entry vanished");
-                candidates.push(first);
-                for &piece in rest {
-                    candidates.push(self.insert_new(piece, old.clone()));
                 }
             }
             candidates.push(self.insert_new(b, value));
         }
         self.try_merge(&mut candidates);
+    }
+
+    /// Replaces the value `v` of every point of `b` (clamped to the extent) by `f(v)`: one query,
+    /// entries inside `b` change in place, entries reaching out of it are cut at its faces. The
+    /// read-modify-write of [`RegionMap::get_box_values`] followed by [`RegionMap::update_box`]
+    /// per result, without the result vector and the second query; entries `f` leaves unchanged
+    /// are not touched.
+    pub fn update_box_with(&mut self, b: &GridBox, mut f: impl FnMut(&T) -> T) {
+        let b = b.intersection(&self.extent);
+        if b.is_empty() {
+            return;
+        }
+        let mut changes: SmallVec<[(GridBox, T); 4]> = SmallVec::new();
+        self.root.query(&b, &mut |hb, hv| {
+            let nv = f(hv);
+            if nv != *hv {
+                changes.push((*hb, nv));
+            }
+        });
+        let mut candidates: SmallVec<[GridBox; 8]> = SmallVec::new();
+        for (hb, nv) in changes {
+            let inside = hb.intersection(&b);
+            if inside == hb {
+                *self.root.find_mut(&hb).expect("entry vanished") = nv;
+                candidates.push(hb);
+            } else {
+                let cut = self.cut_outside(&hb, &b, &mut candidates);
+                debug_assert!(cut, "an entry reaching out of the box has parts outside it");
+                candidates.push(self.insert_new(inside, nv));
+            }
+        }
+        self.try_merge(&mut candidates);
+    }
+
+    /// Like [`RegionMap::update_box_with`] for every box of a region.
+    pub fn update_region_with(&mut self, r: &Region, mut f: impl FnMut(&T) -> T) {
+        for b in r.boxes() {
+            self.update_box_with(b, &mut f);
+        }
+    }
+
+    /// Shrinks the entry `hb` to its parts outside `b` (cut along the fastest dimension first):
+    /// the first part keeps the entry's slot, the others are inserted with a copy of its value;
+    /// all become merge candidates. Returns false (changing nothing) if `b` covers `hb`.
+    fn cut_outside(
+        &mut self,
+        hb: &GridBox,
+        b: &GridBox,
+        candidates: &mut SmallVec<[GridBox; 8]>,
+    ) -> bool {
+        let mut pieces: SmallVec<[GridBox; 6]> = SmallVec::new();
+        let (mut min, mut max) = (*hb.min_arr(), *hb.max_arr());
+        for d in (0..3).rev() {
+            if min[d] < b.min_arr()[d] {
+                let mut hi = max;
+                hi[d] = b.min_arr()[d];
+                pieces.push(GridBox::from_arrays(min, hi));
+                min[d] = b.min_arr()[d];
+            }
+            if max[d] > b.max_arr()[d] {
+                let mut lo = min;
+                lo[d] = b.max_arr()[d];
+                pieces.push(GridBox::from_arrays(lo, max));
+                max[d] = b.max_arr()[d];
+            }
+        }
+        let Some((&first, rest)) = pieces.split_first() else {
+            return false;
+        };
+        let old = self.root.shrink_entry(hb, first).expect("entry vanished");
+        candidates.push(first);
+        for &piece in rest {
+            candidates.push(self.insert_new(piece, old.clone()));
+        }
+        true
     }
 
     /// Sets every point of the region (clamped to the extent) to `value`.
