@@ -17,6 +17,7 @@
 //! * Shutdown submits the shutdown epoch, waits for it, then joins the executor and the
 //!   scheduler (in that order) and finalises MPI if the runtime initialised it.
 
+mod clock_sync;
 pub mod config;
 mod devices;
 
@@ -211,6 +212,9 @@ pub struct Runtime {
     /// A clone of the communicator for gathering graphs (`print_graphs=on`) and, with several
     /// nodes, traces (`trace_file`) at shutdown.
     observability_comm: Option<Box<dyn Communicator>>,
+    /// On node 0 of a traced multi-node run: every node's clock against node 0's at init (the
+    /// merged trace interpolates between this and a second measurement at shutdown).
+    clock_at_init: Option<Vec<clock_sync::ClockSample>>,
     /// Keeps MPI initialised (and finalises it last) when the runtime initialised it.
     _mpi: Option<devices::MpiGuard>,
     /// Armed by a shutdown that may block on a failed or departed peer; declared after `_mpi` so
@@ -298,6 +302,7 @@ impl Runtime {
             executor,
             observability_comm,
             started,
+            clock_at_init,
         } = start_executor(
             selection.execution,
             &config,
@@ -353,6 +358,7 @@ impl Runtime {
             shut_down: false,
             started,
             observability_comm,
+            clock_at_init,
             _mpi: selection.mpi,
             shutdown_watchdog: None,
         })
@@ -793,9 +799,8 @@ impl Runtime {
     }
 
     /// Writes the trace: alone, this node's file; with several nodes, node 0 gathers every
-    /// node's events onto one timeline in one file. The offset measured at init (the barrier
-    /// that set `started`) is corrected for drift with a second measurement at the shutdown
-    /// epoch: after a barrier, each node's trace time should be node 0's.
+    /// node's events onto one timeline in one file, mapping each node's clock with the offsets
+    /// measured at init and now (see `clock_sync`).
     fn write_trace(
         &mut self,
         path: &std::path::Path,
@@ -805,10 +810,20 @@ impl Runtime {
         use crate::debug::output;
         let written = match &mut self.observability_comm {
             Some(comm) if self.info.num_nodes > 1 => {
-                comm.collective_barrier()?;
-                let local = output::trace_part(log, log.now_us());
+                let at_end = clock_sync::measure(comm.as_mut(), self.started)?;
+                let local = output::trace_part(log);
                 match comm.collective_gather_bytes(crate::types::NodeId(0), &local)? {
-                    Some(parts) => output::write_merged_trace(path, &parts)?,
+                    Some(parts) => {
+                        let clocks: Vec<_> = match (&self.clock_at_init, &at_end) {
+                            (Some(init), Some(end)) => init
+                                .iter()
+                                .zip(end)
+                                .map(|(&a, &b)| clock_sync::clock_map(a, b))
+                                .collect(),
+                            _ => Vec::new(),
+                        };
+                        output::write_merged_trace(path, &parts, &clocks)?
+                    }
                     None => return Ok(()),
                 }
             }
@@ -894,6 +909,7 @@ fn start_executor(
 ) -> Result<StartedExecutor> {
     let tracing_on = config.trace_file.is_some();
     let mut observability_comm = None;
+    let mut clock_at_init = None;
     let mut started = started;
     let executor = match execution {
         devices::Execution::Live {
@@ -905,10 +921,11 @@ fn start_executor(
                 // Collective: every node runs with the same `print_graphs` and `trace_file`.
                 let mut comm = communicator.collective_clone()?;
                 if gather_traces {
-                    // The clock offset at init: every node's trace counts from the moment all
-                    // nodes left this barrier.
+                    // Every node's trace counts from about the moment all nodes left this
+                    // barrier; node 0 then measures how far each clock is off its own.
                     comm.collective_barrier()?;
                     started = Instant::now();
+                    clock_at_init = clock_sync::measure(comm.as_mut(), started)?;
                 }
                 observability_comm = Some(comm);
             }
@@ -925,6 +942,7 @@ fn start_executor(
         executor,
         observability_comm,
         started,
+        clock_at_init,
     })
 }
 
@@ -934,6 +952,8 @@ struct StartedExecutor {
     observability_comm: Option<Box<dyn Communicator>>,
     /// The trace's time origin.
     started: Instant,
+    /// Node 0 of a traced multi-node run: the clocks at init.
+    clock_at_init: Option<Vec<clock_sync::ClockSample>>,
 }
 
 /// Builds this node's command and instruction graph generators and starts the scheduler
