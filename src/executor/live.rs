@@ -172,10 +172,12 @@ impl Executor {
             }
             progressed |= self.retire_completed();
             progressed |= self.take_messages();
+            self.backend.begin_submissions();
             while let Some(assignment) = self.engine.assign_one() {
                 self.dispatch(assignment);
                 progressed = true;
             }
+            self.backend.end_submissions();
             if self.shutdown_reached && self.engine.is_idle() {
                 break;
             }
