@@ -76,19 +76,32 @@ impl Shared {
     }
 }
 
-/// Forwards the scheduler's batches to the executor and its errors to the runtime.
+/// Forwards the scheduler's batches to the executor and its errors to the runtime. Batches are
+/// held back and handed over together at the scheduler's flush, or once
+/// [`MAX_HELD_INSTRUCTIONS`] are held, so that the executor is woken once for several.
 struct ExecutorSink {
     executor: crossbeam_channel::Sender<ExecutorMessage>,
     executor_thread: std::thread::Thread,
     shared: Arc<Shared>,
+    /// Instructions and pilots not yet handed over, in order.
+    held: Batch,
 }
+
+/// Most instructions the sink holds back before it hands them over anyway: bounds the delay a
+/// long burst of submissions adds before the first of them starts.
+const MAX_HELD_INSTRUCTIONS: usize = 64;
 
 impl SchedulerSink for ExecutorSink {
     fn batch(&mut self, (instructions, pilots): Batch) {
-        let _ = self
-            .executor
-            .send(ExecutorMessage::Submit(instructions, pilots));
-        self.executor_thread.unpark();
+        if self.held.0.is_empty() && self.held.1.is_empty() {
+            self.held = (instructions, pilots);
+        } else {
+            self.held.0.extend(instructions);
+            self.held.1.extend(pilots);
+        }
+        if self.held.0.len() >= MAX_HELD_INSTRUCTIONS {
+            self.flush();
+        }
     }
 
     fn error(&mut self, error: Error) {
@@ -96,7 +109,19 @@ impl SchedulerSink for ExecutorSink {
     }
 
     fn abort(&mut self) {
+        self.flush();
         let _ = self.executor.send(ExecutorMessage::Abort);
+        self.executor_thread.unpark();
+    }
+
+    fn flush(&mut self) {
+        if self.held.0.is_empty() && self.held.1.is_empty() {
+            return;
+        }
+        let (instructions, pilots) = std::mem::take(&mut self.held);
+        let _ = self
+            .executor
+            .send(ExecutorMessage::Submit(instructions, pilots));
         self.executor_thread.unpark();
     }
 }
@@ -226,6 +251,7 @@ pub(super) fn start_scheduler(
         executor: executor.sender(),
         executor_thread: executor.thread_handle(),
         shared,
+        held: Batch::default(),
     };
     let scheduler_trace = trace_epoch.map(|started| TraceLog::new(node, started));
     SchedulerHandle::start(
