@@ -13,7 +13,8 @@
 //! (interpolated between the two sweep points around 50 %).
 //!
 //! `cargo bench --bench granularity` (GRANULARITY_DEVICES=N: emulated host devices, default 1;
-//! under `mpirun -n 2` each rank uses one). Prints a table for docs/benchmarks.md on node 0.
+//! under `mpirun -n 2` each rank uses one; GRANULARITY_MAX_STEPS caps the steps per point,
+//! default 20,000). Prints a table for docs/benchmarks.md on node 0.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -125,6 +126,7 @@ fn run_steps(
 fn main() {
     let per_us = calibrate();
     let devices = env_count("GRANULARITY_DEVICES", 1) as u32;
+    let max_steps = env_count("GRANULARITY_MAX_STEPS", 20_000);
     let config = Config {
         devices: DeviceSelection::Host(devices),
         ..Config::default()
@@ -152,8 +154,8 @@ fn main() {
     for duration in DURATIONS_US {
         let iterations = (duration * per_us).round() as u64;
         let kernel = stencil_kernel(iterations);
-        // At least 200 steps and 100 ms of kernel time, at most 20,000 steps.
-        let steps = ((100_000.0 / duration) as usize).clamp(200, 20_000);
+        // 100 ms of kernel time, at least 200 steps and at most `max_steps`.
+        let steps = ((100_000.0 / duration) as usize).clamp(200, max_steps.max(200));
         run_steps(&mut rt, buffers, width, steps.min(50), &kernel); // warm-up
         let wall = run_steps(&mut rt, buffers, width, steps, &kernel);
         let per_step_us = wall.as_secs_f64() * 1e6 / steps as f64;
