@@ -243,3 +243,157 @@ fn scheduler_and_executor_do_not_import_each_other() {
     );
     assert_eq!(problems.len(), 1, "{problems:#?}");
 }
+
+/// The module path of a file of `src/` (`src/task/access.rs` → `task::access`,
+/// `src/task/mod.rs` → `task`), or `None` for `lib.rs` and test files.
+fn module_path_of(src: &Path, file: &Path) -> Option<Vec<String>> {
+    let relative = file.strip_prefix(src).ok()?.with_extension("");
+    let mut path: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if path.iter().any(|segment| segment == "tests") {
+        return None;
+    }
+    if path.last().is_some_and(|last| last == "mod") {
+        path.pop();
+    }
+    (!path.is_empty() && path != ["lib"]).then_some(path)
+}
+
+/// Every `crate::` and `super::` path of `code` before its test module, resolved to a full path
+/// from the crate root; `crate::a::{b, c::d}` yields `a::b` and `a::c::d`.
+fn file_level_paths(own: &[String], code: &str) -> Vec<Vec<String>> {
+    let code = code.split("#[cfg(test)]").next().unwrap_or_default();
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut found = Vec::new();
+    for (start, _) in code
+        .match_indices("crate::")
+        .chain(code.match_indices("super::"))
+    {
+        if code[..start]
+            .chars()
+            .next_back()
+            .is_some_and(|c| ident(c) || c == '$' || c == ':')
+        {
+            continue;
+        }
+        let written: String = code[start..]
+            .chars()
+            .take_while(|&c| ident(c) || c == ':')
+            .collect();
+        let mut base: Vec<String> = Vec::new();
+        let mut segments = written.split("::").filter(|s| !s.is_empty()).peekable();
+        if segments.peek() == Some(&"crate") {
+            segments.next();
+        } else {
+            base = own.to_vec();
+            while segments.peek() == Some(&"super") {
+                segments.next();
+                base.pop();
+            }
+        }
+        base.extend(segments.map(str::to_owned));
+        let rest = &code[start + written.len()..];
+        match rest.strip_prefix('{') {
+            Some(group) => {
+                let group = &group[..group.find('}').unwrap_or(group.len())];
+                for item in group.split(',') {
+                    let mut full = base.clone();
+                    full.extend(
+                        item.split("::")
+                            .map(|s| s.trim().trim_start_matches('{'))
+                            .take_while(|s| !s.is_empty() && s.chars().all(ident))
+                            .map(str::to_owned),
+                    );
+                    found.push(full);
+                }
+            }
+            None => found.push(base),
+        }
+    }
+    found
+}
+
+/// Files that import each other, directly or through others, are one unit split in two: the
+/// shared part belongs in a file both import (a child naming its own parent module does not
+/// count: a parent declares and re-exports its children).
+#[test]
+fn no_two_files_import_each_other() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let modules: Vec<(Vec<String>, PathBuf)> = files
+        .iter()
+        .filter_map(|file| Some((module_path_of(&src, file)?, file.clone())))
+        .collect();
+    let known: std::collections::BTreeSet<&[String]> = modules
+        .iter()
+        .map(|(module, _)| module.as_slice())
+        .collect();
+    let mut edges: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for (module, file) in &modules {
+        let source = std::fs::read_to_string(file).expect("read source");
+        let code = strip_comments_and_strings(&source);
+        let entry = edges.entry(module.join("::")).or_default();
+        for path in file_level_paths(module, &code) {
+            let Some(target) = (1..=path.len())
+                .rev()
+                .map(|k| &path[..k])
+                .find(|prefix| known.contains(prefix))
+            else {
+                continue;
+            };
+            if target != module.as_slice() && !module.starts_with(target) {
+                entry.insert(target.join("::"));
+            }
+        }
+    }
+    let mut cycles = Vec::new();
+    for (from, targets) in &edges {
+        for to in targets {
+            // A path back from `to` to `from` closes a cycle.
+            let mut stack = vec![to.clone()];
+            let mut seen = std::collections::BTreeSet::new();
+            while let Some(next) = stack.pop() {
+                if next == *from {
+                    cycles.push(format!("{from} -> {to} -> ... -> {from}"));
+                    break;
+                }
+                if seen.insert(next.clone()) {
+                    stack.extend(edges.get(&next).into_iter().flatten().cloned());
+                }
+            }
+        }
+    }
+    let edge_count: usize = edges.values().map(|t| t.len()).sum();
+    assert!(
+        edge_count > 100,
+        "only {edge_count} file-level imports found"
+    );
+    assert!(
+        cycles.is_empty(),
+        "file-level import cycles:\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn super_and_grouped_crate_paths_resolve_to_full_module_paths() {
+    let own: Vec<String> = ["task", "access"].map(String::from).to_vec();
+    let paths = file_level_paths(
+        &own,
+        "use super::task::TaskGeometry;\nuse crate::grid::{BoxVec, region::Region};\n",
+    );
+    let joined: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
+    assert!(
+        joined.contains(&"task::task::TaskGeometry".to_owned()),
+        "{joined:?}"
+    );
+    assert!(joined.contains(&"grid::BoxVec".to_owned()), "{joined:?}");
+    assert!(
+        joined.contains(&"grid::region::Region".to_owned()),
+        "{joined:?}"
+    );
+}

@@ -5,47 +5,14 @@
 //! error message becomes `""`; on an error or a caught panic it becomes
 //! `"<function>: <message>"` and the matching status is returned. No panic unwinds into C.
 
-use std::cell::RefCell;
-use std::ffi::{CStr, CString, c_char};
+use std::ffi::{CStr, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
 
+use super::last_error::{clear_last_error, last_error_message_string, set_last_error};
 use super::status::{CELERITY_OK, celerity_status, status_of};
 use crate::error::{Error, Result};
 use crate::thread_guard::panic_message;
-
-thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
-}
-
-fn set_last_error(message: &str) {
-    let sanitized = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-    // try_with: a call during thread teardown must not panic; it just loses the message.
-    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = sanitized);
-}
-
-fn clear_last_error() {
-    let _ = LAST_ERROR.try_with(|slot| {
-        let mut slot = slot.borrow_mut();
-        if !slot.as_bytes().is_empty() {
-            *slot = CString::default();
-        }
-    });
-}
-
-/// Pointer to the calling thread's last error message, valid until its next celerity call.
-pub(crate) fn last_error_message_ptr() -> *const c_char {
-    LAST_ERROR
-        .try_with(|slot| slot.borrow().as_ptr())
-        .unwrap_or(c"".as_ptr())
-}
-
-/// The calling thread's last error message as a Rust string.
-pub(crate) fn last_error_message_string() -> String {
-    LAST_ERROR
-        .try_with(|slot| slot.borrow().to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
 
 /// Runs `body` as the exported function `function`, converting its outcome into a status and
 /// recording the message for `celerity_last_error_message`.
@@ -72,12 +39,7 @@ pub(crate) fn call(function: &'static str, body: impl FnOnce() -> Result<()>) ->
 /// the error is still recorded for `celerity_last_error_message` and logged as a warning.
 pub(crate) fn call_void(function: &'static str, body: impl FnOnce() -> Result<()>) {
     if call(function, body) != CELERITY_OK {
-        tracing::warn!(
-            "{}",
-            LAST_ERROR
-                .try_with(|slot| slot.borrow().to_string_lossy().into_owned())
-                .unwrap_or_default()
-        );
+        tracing::warn!("{}", last_error_message_string());
     }
 }
 
@@ -124,6 +86,7 @@ pub(crate) fn str_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ffi::last_error::last_error_message_ptr;
     use crate::ffi::status::{CELERITY_ERROR_INTERNAL, CELERITY_ERROR_INVALID_ARGUMENT};
 
     fn last_error() -> String {

@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_void};
 use super::boundary::{self, OutPtr};
 use super::geometry::{check_dims, read_range};
 use super::handle::{self, HandleKind, Registry};
-use super::runtime::with_runtime;
+use super::runtime_slot::with_runtime;
 use super::status::celerity_status;
 use crate::error::{Error, Result};
 use crate::grid::Range;

@@ -21,7 +21,7 @@ use super::kernel::{
 };
 use super::range_mapper::*;
 use super::reduction::{CELERITY_REDUCE_CUSTOM, celerity_reduction_op, reducer_of};
-use super::runtime::{run_program_callback, with_runtime};
+use super::runtime_slot::{run_program_callback, with_runtime};
 use super::status::celerity_status;
 use crate::backend::cuda_error_names::kernel_failure_message;
 use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};

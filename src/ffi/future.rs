@@ -10,7 +10,7 @@ use super::buffer::{celerity_buffer, lookup};
 use super::geometry::celerity_subrange;
 use super::handle::{self, HandleKind, Registry};
 use super::host_object::{celerity_host_object, lookup_host_object};
-use super::runtime::{is_runtime_thread, with_runtime};
+use super::runtime_slot::{is_runtime_thread, with_runtime};
 use super::status::celerity_status;
 use crate::error::{Error, Result};
 use crate::runtime::config::Lookahead;

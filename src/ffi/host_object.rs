@@ -4,7 +4,7 @@ use std::ffi::c_void;
 
 use super::boundary::{self, OutPtr};
 use super::handle::{self, HandleKind, Registry};
-use super::runtime::with_runtime;
+use super::runtime_slot::with_runtime;
 use super::status::{CELERITY_OK, celerity_status};
 use crate::error::Result;
 use crate::types::{CollectiveGroupId, HostObjectId};

@@ -42,6 +42,8 @@ pub mod host_object;
 
 pub(crate) mod boundary;
 pub(crate) mod handle;
+pub(crate) mod last_error;
+pub(crate) mod runtime_slot;
 
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("celerity's handle encoding needs 64-bit pointers");

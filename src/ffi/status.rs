@@ -2,7 +2,7 @@
 
 use std::ffi::c_char;
 
-use super::boundary;
+use super::last_error;
 use crate::error::ErrorKind;
 
 /// The result of every fallible celerity function. `CELERITY_OK` (0) is success; every other
@@ -87,7 +87,7 @@ pub extern "C" fn celerity_status_string(s: celerity_status) -> *const c_char {
 /// Thread: any thread (each thread has its own message). Never NULL.
 #[unsafe(no_mangle)]
 pub extern "C" fn celerity_last_error_message() -> *const c_char {
-    boundary::last_error_message_ptr()
+    last_error::last_error_message_ptr()
 }
 
 /// The library version, `"MAJOR.MINOR.PATCH"` (equal to `CELERITY_VERSION_STRING` of the

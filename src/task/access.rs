@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use smallvec::SmallVec;
 
+use super::geometry::TaskGeometry;
 use super::range_mapper::{Chunk, Mapped, RangeMapper, fmt_box_dims, saturating_box};
-use super::task::TaskGeometry;
 use crate::grid::{BoxVec, GridBox, Range, Region, RegionBuilder};
 use crate::types::{BufferId, TaskId};
 

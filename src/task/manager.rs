@@ -3,6 +3,7 @@
 
 mod validation;
 
+use super::geometry::TaskGeometry;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -13,8 +14,8 @@ use super::graph::TaskGraph;
 use super::range_mapper::{BufferLabel, RangeMapper, fmt_box_dims};
 use super::recorder::{TaskRecord, TaskRecorder};
 use super::task::{
-    Dependencies, Dependency, DependencyKind, DependencyOrigin, EpochAction, Task, TaskGeometry,
-    TaskPayload, TaskType,
+    Dependencies, Dependency, DependencyKind, DependencyOrigin, EpochAction, Task, TaskPayload,
+    TaskType,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{GridBox, Range, Region, RegionBuilder, RegionMap, Subrange};

@@ -34,6 +34,7 @@
 mod access;
 mod command_group;
 mod epoch_tracker;
+mod geometry;
 mod graph;
 mod manager;
 mod range_mapper;
@@ -48,6 +49,7 @@ mod tests;
 pub use access::{AccessMode, BufferAccess, BufferAccessMap};
 pub use command_group::{CommandGroup, HostTaskKind, ReductionRequest, TaskSpec};
 pub use epoch_tracker::EpochTracker;
+pub use geometry::TaskGeometry;
 pub use graph::TaskGraph;
 pub use manager::{LastWriterMap, TaskDelegate, TaskManager, TaskManagerConfig};
 pub use range_mapper::{
@@ -56,5 +58,5 @@ pub use range_mapper::{
 pub use recorder::{AccessRecord, ReductionRecord, TaskRecord, TaskRecorder};
 pub use task::{
     Dependencies, Dependency, DependencyKind, DependencyOrigin, EpochAction, ExecutionTarget,
-    Hints, ReductionInfo, Task, TaskGeometry, TaskLabel, TaskPayload, TaskType,
+    Hints, ReductionInfo, Task, TaskLabel, TaskPayload, TaskType,
 };

@@ -5,9 +5,8 @@
 //! side effects, reductions and dependencies with kind and origin.
 
 use super::access::AccessMode;
-use super::task::{
-    Dependency, DependencyKind, EpochAction, Hints, ReductionInfo, Task, TaskGeometry, TaskType,
-};
+use super::geometry::TaskGeometry;
+use super::task::{Dependency, DependencyKind, EpochAction, Hints, ReductionInfo, Task, TaskType};
 use crate::grid::Region;
 use crate::types::{BufferId, CollectiveGroupId, HostObjectId, TaskId};
 

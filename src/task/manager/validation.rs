@@ -12,8 +12,9 @@ use crate::error::{Error, Result};
 use crate::grid::{Id, Range};
 use crate::task::access::{AccessMode, BufferAccess, BufferAccessMap};
 use crate::task::command_group::{CommandGroup, ReductionRequest, TaskSpec};
+use crate::task::geometry::TaskGeometry;
 use crate::task::range_mapper::RangeMapper;
-use crate::task::task::{Dependencies, ReductionInfo, Task, TaskGeometry, TaskType};
+use crate::task::task::{Dependencies, ReductionInfo, Task, TaskType};
 use crate::types::{BufferId, CollectiveGroupId, HostObjectId, TaskId};
 
 impl TaskManager {
