@@ -10,7 +10,8 @@
 //! 2. retire instructions whose events completed (recording new allocations), which may make
 //!    successors ready;
 //! 3. take new messages;
-//! 4. hand every assignable instruction (out-of-order engine) to its target.
+//! 4. hand every assignable instruction (out-of-order engine) to its target, holding the
+//!    backend's lane wake-ups until the pass is over (one wake-up per lane per pass).
 //!
 //! With nothing to do it parks; completions and submissions unpark it. Horizons and epochs are
 //! reported to the [`ExecutorDelegate`] on this thread (epochs before their promise is fulfilled,
