@@ -37,13 +37,27 @@ struct Pipeline {
     iggen: InstructionGraphGenerator,
     /// `IDAG_SKIP=1`: build commands but compile nothing (the share of the upstream layers).
     skip_idag: bool,
+    /// `IG_DIGEST=1` (with `IG_RUN`): a hash of every command and instruction (debug form), printed
+    /// at the end, to check that a performance change leaves the graphs identical.
+    digest: Option<std::collections::hash_map::DefaultHasher>,
 }
 
 impl Pipeline {
     fn task_created(&mut self, task: &Arc<Task>) {
         for command in self.cggen.build_task(task).expect("build_task") {
+            if let Some(h) = &mut self.digest {
+                std::hash::Hash::hash(&format!("{command:?}"), h);
+            }
             if !self.skip_idag {
-                black_box(self.iggen.compile(&command).expect("compile"));
+                let batch = self.iggen.compile(&command).expect("compile");
+                if let Some(h) = &mut self.digest {
+                    let text = format!("{batch:?}");
+                    if std::env::var_os("IG_DIGEST").is_some_and(|v| v == "print") {
+                        println!("{text}");
+                    }
+                    std::hash::Hash::hash(&text, h);
+                }
+                black_box(batch);
             }
         }
     }
@@ -64,6 +78,7 @@ impl Ctx {
         let pipeline = Arc::new(Mutex::new(Pipeline {
             cggen: CommandGraphGenerator::new(NUM_NODES, NodeId(0), cdag_policies).expect("cggen"),
             skip_idag: std::env::var_os("IDAG_SKIP").is_some(),
+            digest: std::env::var_os("IG_DIGEST").map(|_| Default::default()),
             iggen: InstructionGraphGenerator::new(
                 system,
                 NodeId(0),
@@ -163,7 +178,11 @@ fn direct_run() -> bool {
     for _ in 0..iterations {
         let mut ctx = Ctx::new(devices, true, device_tasks);
         build(&mut ctx);
+        let pipeline = Arc::clone(&ctx.pipeline);
         drop(black_box(ctx));
+        if let Some(h) = pipeline.lock().digest.take() {
+            println!("digest {:016x}", std::hash::Hasher::finish(&h));
+        }
     }
     true
 }

@@ -11,12 +11,22 @@
  *                 wrong accesses, which would be undefined behaviour.
  * The expected reports are derived from the chunks the kernels actually ran (a single chunk that
  * covers the whole buffer hides the matmul and swapped mistakes: nothing is outside its box), and
- * the complete log of the run is compared with them. */
+ * the complete log of the run is compared with them.
+ * tests/cuda/bounds_check_cuda.cu includes this file with TEST_BOUNDS_CHECK_DEVICE_KERNELS
+ * defined and its own `matmul` and `stencil` launchers, whose CUDA kernels use the same helpers
+ * in device code (built with nvcc, run with devices=cuda; docs/gpu.md). */
 #define _POSIX_C_SOURCE 200809L
 /* ctest builds in Release (NDEBUG): switch the helpers' check on explicitly. */
 #define CELERITY_ACCESSOR_BOUNDARY_CHECK 1
-#include <stdatomic.h>
 #include <stdint.h>
+#ifdef __cplusplus
+#include <atomic>
+typedef std::atomic<int> atomic_int;
+using std::atomic_fetch_add;
+using std::atomic_load;
+#else
+#include <stdatomic.h>
+#endif
 
 #include "test_log.h"
 #include "test_runtime.h"
@@ -40,6 +50,11 @@ static void record_chunk(const celerity_kernel_context* ctx) {
     chunks[c].saw_record = ctx->num_accessors > 0 && ctx->accessors[0].record != NULL;
 }
 
+#ifdef TEST_BOUNDS_CHECK_DEVICE_KERNELS
+/* Launchers of CUDA kernels, defined by the including file. */
+static int matmul(const celerity_kernel_context* ctx, void* user_data);
+static int stencil(const celerity_kernel_context* ctx, void* user_data);
+#else
 #define AT(acc, i, j) (*(double*)celerity_accessor_ptr(&ctx->accessors[acc], (i), (j), 0))
 
 static int matmul(const celerity_kernel_context* ctx, void* user_data) {
@@ -62,6 +77,7 @@ static int stencil(const celerity_kernel_context* ctx, void* user_data) {
     TEST_FOR_CHUNK(ctx, i, j, k) AT(1, i, 0) = AT(0, i, 0) + AT(0, i + 1, 0);
     return 0;
 }
+#endif
 
 /* ---- the expected report, by replaying a chunk's accesses against its declared boxes ---- */
 
@@ -224,12 +240,17 @@ int main(int argc, char** argv) {
     test_log_end(&log);
 
     /* What the kernels saw, and what the log must say about it. */
-    const char* lines[MAX_CHUNKS + 1];
+    const char* lines[MAX_CHUNKS + 2];
     static char storage[MAX_CHUNKS][TEST_LOG_LINE];
     char startup[64];
     snprintf(startup, sizeof startup, "[N%u] INFO celerity *", info.node);
     size_t n = 0;
     lines[n++] = startup;
+#ifdef TEST_BOUNDS_CHECK_DEVICE_KERNELS
+    /* Ranks of one host sharing its GPU are warned about once each (before the node id is known,
+     * hence any prefix). */
+    if (info.num_nodes > 1) lines[n++] = "[*] WARN * processes on this host share * CUDA device(s)*";
+#endif
     int violations = 0;
     int count = atomic_load(&num_chunks);
     for (int i = 0; i < count && i < MAX_CHUNKS; ++i) {

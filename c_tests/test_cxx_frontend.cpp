@@ -236,6 +236,19 @@ void deprecated_distr_queue() {
 #pragma GCC diagnostic pop
 }
 
+// The `{}` formatting of the logging macros and the fmt::format / fmt::print that C++ Celerity
+// programs (distr_io) call without including {fmt}: positional and automatic indices, escapes,
+// ignored specs, bools as words, a placeholder without its argument left as written.
+void formatting() {
+    EXPECT(celerity::detail::format("{} of {} {{x}} {:>4}", 3, "seven", 2.5) == "3 of seven {x} 2.5");
+    EXPECT(celerity::detail::format("{1}-{0}-{1}", 'a', std::string("b")) == "b-a-b");
+    EXPECT(celerity::detail::format("equal: {}, missing: {} {5}", true, 1) == "equal: true, missing: 1 {5}");
+#if defined(CELERITY_FMT_COMPAT)
+    EXPECT(fmt::format("=> Files are {}equal", false ? "" : "NOT ") == "=> Files are NOT equal");
+    fmt::print(stderr, "formatting: usage of {0}: {0} --flag\n", "prog");
+#endif
+}
+
 void c_call_errors(celerity::queue& q) {
     celerity::buffer<int, 1> b(celerity::range<1>(10));
     bool thrown = false;
@@ -310,6 +323,7 @@ int main(int argc, char** argv) {
     reductions(q);
     host_tasks_and_objects(q);
     deprecated_distr_queue();
+    formatting();
     c_call_errors(q);
     kernel_exception(q, mode == "host_task", mode == "nd_range");
     std::printf("test_cxx_frontend: %s\n", failures == 0 ? "all checks passed" : "FAILED");

@@ -7,6 +7,7 @@
 #ifndef CELERITY_TEST_LOG_H
 #define CELERITY_TEST_LOG_H
 
+#include <time.h>
 #include <unistd.h>
 
 #include "test_check.h"
@@ -28,6 +29,23 @@ static inline void test_log_begin(test_log* log) {
     if (log->file == NULL || log->saved_stderr < 0 || dup2(fileno(log->file), 2) < 0) {
         fprintf(stderr, "cannot capture stderr\n");
         exit(EXIT_FAILURE);
+    }
+}
+
+/* Blocks until the text captured so far (its first 16 KiB) contains `text`; a test that waits
+ * for a report this way needs no timing assumptions (its ctest TIMEOUT bounds a report that
+ * never comes). Callable from any thread. */
+static inline void test_log_wait_for(const test_log* log, const char* text) {
+    char seen[16 * 1024]; /* per caller: kernels of several chunks wait at once */
+    for (;;) {
+        fflush(stderr);
+        ssize_t n = pread(fileno(log->file), seen, sizeof seen - 1, 0);
+        if (n > 0) {
+            seen[n] = '\0';
+            if (strstr(seen, text) != NULL) return;
+        }
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
     }
 }
 

@@ -492,6 +492,20 @@ uint32_t celerity_abi_version(void);
 celerity_status celerity_runtime_init(int *argc, char ***argv, const struct celerity_config *cfg);
 
 /**
+ * `celerity_runtime_init` for a program that says whether its accessor helpers were compiled
+ * with the boundary check (`accessors_record`: the value of `CELERITY_ACCESSOR_BOUNDARY_CHECK`
+ * where the runtime is started). The header routes `celerity_runtime_init` calls here; where
+ * `accessors_record` is 0 (a build with `NDEBUG`) the runtime hands kernels no bounds records,
+ * since nothing would write them, as with `accessor_boundary_check=off`.
+ *
+ * Errors: as `celerity_runtime_init`.
+ */
+celerity_status celerity_runtime_init_for_program(int *argc,
+                                                  char ***argv,
+                                                  const struct celerity_config *cfg,
+                                                  int accessors_record);
+
+/**
  * Shuts the runtime down: waits for all submitted work, releases buffers and host objects the
  * program did not release (destroying owned instances, running drop callbacks), stops the
  * threads, frees everything and finalises MPI if the runtime initialised it. Idempotent: a second
@@ -909,6 +923,14 @@ static inline celerity_range_mapper celerity_custom(celerity_range_mapper_fn fn,
 #define CELERITY_ACCESSOR_BOUNDARY_CHECK 1
 #endif
 #endif
+
+/*
+ * The code that starts the runtime tells it whether the helpers record: in a program compiled
+ * without the check, the runtime allocates no records for its chunks (the translation unit that
+ * calls celerity_runtime_init decides; the C++ queue and runtime start it from the program's
+ * own code as well).
+ */
+#define celerity_runtime_init(argc, argv, cfg) celerity_runtime_init_for_program((argc), (argv), (cfg), CELERITY_ACCESSOR_BOUNDARY_CHECK)
 
 /* The accessor helpers are callable from CUDA device code as well as from host code. */
 #if defined(__CUDACC__)

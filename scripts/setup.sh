@@ -65,6 +65,14 @@ find_clang_headers() {
 
 find_command() { command -v "$1" 2>/dev/null; }
 
+# The distr_io example needs parallel HDF5: examples/CMakeLists.txt looks for the OpenMPI
+# flavour's hdf5.h (H5Pset_fapl_mpio) and its libhdf5.so next to it.
+find_hdf5_openmpi() {
+    local f=/usr/include/hdf5/openmpi/hdf5.h
+    [[ -e "$f" ]] && grep -q "define H5_HAVE_PARALLEL 1" /usr/include/hdf5/openmpi/H5pubconf.h 2>/dev/null || return 1
+    echo "$f"
+}
+
 # mpicc must work, not only exist: build-probe-mpi asks it for the flags (`mpicc -show`).
 find_mpicc() {
     local cc
@@ -83,17 +91,18 @@ find_cmake() {
 }
 
 # Debian package that provides each prerequisite, the lookup, and what to tell a user without root.
-prereqs=(c-compiler c++-compiler make cmake pkg-config mpicc mpirun libclang clang-headers dot mmdebstrap valgrind)
+prereqs=(c-compiler c++-compiler make cmake pkg-config mpicc mpirun libclang clang-headers dot mmdebstrap valgrind hdf5-openmpi)
 declare -A package=(
     [c-compiler]=gcc [c++-compiler]=g++ [make]=make [cmake]=cmake [pkg-config]=pkg-config
     [mpicc]=libopenmpi-dev [mpirun]=openmpi-bin [libclang]=libclang-dev [clang-headers]=libclang-dev
-    [dot]=graphviz [mmdebstrap]=mmdebstrap [valgrind]=valgrind
+    [dot]=graphviz [mmdebstrap]=mmdebstrap [valgrind]=valgrind [hdf5-openmpi]=libhdf5-openmpi-dev
 )
 declare -A lookup=(
     [c-compiler]="find_command cc" [c++-compiler]="find_command c++" [make]="find_command make"
     [cmake]="find_cmake" [pkg-config]="find_command pkg-config" [mpicc]="find_mpicc"
     [mpirun]="find_command mpirun" [libclang]="find_libclang" [clang-headers]="find_clang_headers"
     [dot]="find_command dot" [mmdebstrap]="find_command mmdebstrap" [valgrind]="find_command valgrind"
+    [hdf5-openmpi]="find_hdf5_openmpi"
 )
 declare -A by_hand=(
     [c-compiler]="a C compiler as cc (gcc or clang)"
@@ -108,6 +117,7 @@ declare -A by_hand=(
     [dot]="Graphviz dot (only the graph-rendering tests need it)"
     [mmdebstrap]="mmdebstrap (only scripts/fresh-machine-check.sh needs it, and it runs as root)"
     [valgrind]="valgrind (only the memcheck-labelled ctest tests need it)"
+    [hdf5-openmpi]="parallel HDF5 built against the same MPI (only the distr_io example needs it; module load hdf5/parallel)"
 )
 
 check_all() {

@@ -236,6 +236,7 @@ fn header_declares_each_function_once() {
             continue;
         };
         if line.starts_with(' ')
+            || line.starts_with('#')
             || line.starts_with("static")
             || line.starts_with("typedef")
             || !line.contains('(')

@@ -2,10 +2,14 @@
 // baseline measured in the same process. Built and run on the GPU machine by run.sh; prints one
 // markdown table (and raw lines starting with "raw:"), exits non-zero on a wrong result.
 //
-//   gpu_bench [all|transfer-options]   (all: every figure; transfer-options: only the raw
-//                                       measurements of the ways to move user memory)
+//   gpu_bench [all|transfer-options|transfers|floor]
+//     all: every figure; transfer-options: only the raw measurements of the ways to move user
+//     memory; transfers: those and the runtime's transfers; floor: the per-task figures only
 #include <cuda_runtime.h>
+#include <emmintrin.h>
+#include <gnu/libc-version.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <algorithm>
@@ -52,10 +56,11 @@ struct Row {
     std::string figure, runtime, raw, ratio, target;
 };
 static std::vector<Row> rows;
+static std::string g_row_suffix;  // names a non-default configuration in every row
 static void row(const std::string& figure, const std::string& runtime, const std::string& raw, const std::string& ratio,
                 const std::string& target) {
-    rows.push_back({figure, runtime, raw, ratio, target});
-    printf("| %s | %s | %s | %s | %s |\n", figure.c_str(), runtime.c_str(), raw.c_str(), ratio.c_str(), target.c_str());
+    rows.push_back({figure + g_row_suffix, runtime, raw, ratio, target});
+    printf("| %s%s | %s | %s | %s | %s |\n", figure.c_str(), g_row_suffix.c_str(), runtime.c_str(), raw.c_str(), ratio.c_str(), target.c_str());
     fflush(stdout);
 }
 static std::string fmt(const char* f, double v) {
@@ -163,16 +168,49 @@ static void fence(celerity_buffer* b, void* dest, size_t bytes) {
 // ---------------------------------------------------------------------------------------------
 // raw measurements of the ways to move user memory
 
-static void parallel_copy(void* dst, const void* src, size_t bytes, int threads) {
+// `bytes` split into page-aligned pieces, one per thread, each copied by `piece`
+static void split_copy(void (*piece)(char*, const char*, size_t), void* dst, const void* src, size_t bytes,
+                       int threads) {
     std::vector<std::thread> ts;
     size_t per = (bytes / threads + 4095) & ~size_t(4095);
     for (int t = 0; t < threads; ++t) {
         size_t off = t * per;
         if (off >= bytes) break;
         size_t len = std::min(per, bytes - off);
-        ts.emplace_back([=] { memcpy((char*)dst + off, (const char*)src + off, len); });
+        ts.emplace_back([=] { piece((char*)dst + off, (const char*)src + off, len); });
     }
     for (auto& t : ts) t.join();
+}
+static void memcpy_piece(char* dst, const char* src, size_t len) { memcpy(dst, src, len); }
+static void parallel_copy(void* dst, const void* src, size_t bytes, int threads) {
+    split_copy(memcpy_piece, dst, src, bytes, threads);
+}
+
+// The same with non-temporal (streaming) stores: the destination's cache lines are not read
+// first, which saves a third of the memory traffic of a copy whose destination the CPU does not
+// read again soon (a staging slot the DMA engine reads, or user memory after a fence).
+static void nt_copy_piece(char* dst, const char* src, size_t len) {
+    size_t head = std::min(len, (size_t)((16 - ((uintptr_t)dst & 15)) & 15));
+    memcpy(dst, src, head);
+    size_t i = head;
+    for (; i + 64 <= len; i += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i*)(src + i)), b = _mm_loadu_si128((const __m128i*)(src + i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i*)(src + i + 32)), d = _mm_loadu_si128((const __m128i*)(src + i + 48));
+        _mm_stream_si128((__m128i*)(dst + i), a);
+        _mm_stream_si128((__m128i*)(dst + i + 16), b);
+        _mm_stream_si128((__m128i*)(dst + i + 32), c);
+        _mm_stream_si128((__m128i*)(dst + i + 48), d);
+    }
+    memcpy(dst + i, src + i, len - i);
+    _mm_sfence();
+}
+static void parallel_nt_copy(void* dst, const void* src, size_t bytes, int threads) {
+    split_copy(nt_copy_piece, dst, src, bytes, threads);
+}
+static char* huge_page_malloc(size_t bytes) {
+    char* p = (char*)aligned_alloc(size_t(2) << 20, bytes);
+    madvise(p, bytes, MADV_HUGEPAGE);
+    return p;
 }
 
 static double time_copy(cudaMemcpyKind kind, void* dst, const void* src, size_t bytes, int reps) {
@@ -187,8 +225,9 @@ static double time_copy(cudaMemcpyKind kind, void* dst, const void* src, size_t 
 
 // H2D from pageable `src` through `slots` pinned chunks, host copies by `threads` threads
 // overlapping the DMA of the previous chunk.
+typedef void (*copy_fn)(void*, const void*, size_t, int);
 static double staged_h2d(void* dev, const char* src, size_t bytes, char* pinned, size_t chunk, int slots, int threads,
-                         cudaStream_t s) {
+                         cudaStream_t s, copy_fn copy = parallel_copy) {
     std::vector<cudaEvent_t> ev(slots);
     for (auto& e : ev) CU(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     double t0 = now();
@@ -196,7 +235,7 @@ static double staged_h2d(void* dev, const char* src, size_t bytes, char* pinned,
         size_t len = std::min(chunk, bytes - off);
         int k = i % slots;
         if (i >= (size_t)slots) CU(cudaEventSynchronize(ev[k]));
-        parallel_copy(pinned + k * chunk, src + off, len, threads);
+        copy(pinned + k * chunk, src + off, len, threads);
         CU(cudaMemcpyAsync((char*)dev + off, pinned + k * chunk, len, cudaMemcpyHostToDevice, s));
         CU(cudaEventRecord(ev[k], s));
     }
@@ -206,7 +245,7 @@ static double staged_h2d(void* dev, const char* src, size_t bytes, char* pinned,
     return t;
 }
 static double staged_d2h(char* dst, const void* dev, size_t bytes, char* pinned, size_t chunk, int slots, int threads,
-                         cudaStream_t s) {
+                         cudaStream_t s, copy_fn copy = parallel_copy) {
     size_t n = (bytes + chunk - 1) / chunk;
     std::vector<cudaEvent_t> ev(slots);
     for (auto& e : ev) CU(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -220,12 +259,92 @@ static double staged_d2h(char* dst, const void* dev, size_t bytes, char* pinned,
     for (size_t i = 0; i < n; ++i) {
         size_t off = i * chunk, len = std::min(chunk, bytes - off);
         CU(cudaEventSynchronize(ev[i % slots]));
-        parallel_copy(dst + off, pinned + (i % slots) * chunk, len, threads);
+        copy(dst + off, pinned + (i % slots) * chunk, len, threads);
         if (i + slots < n) issue(i + slots);
     }
     double t = now() - t0;
     for (auto& e : ev) CU(cudaEventDestroy(e));
     return t;
+}
+
+// Huge pages, streaming stores, slot counts and the cost of pinning staging slots (issue 16,
+// the options behind the runtime's data path; docs/gpu.md).
+static void copy_kinds(void* dev, char* user, char* pinned, cudaStream_t s) {
+    const size_t bytes = GIB;
+    char mode[128] = "?";
+    if (FILE* f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r")) {
+        if (!fgets(mode, sizeof mode, f)) mode[0] = 0;
+        fclose(f);
+        mode[strcspn(mode, "\n")] = 0;
+    }
+    printf("raw: glibc %s, transparent huge pages: %s\n", gnu_get_libc_version(), mode);
+    for (int threads : {8, 16}) {
+        char* fresh = huge_page_malloc(bytes);
+        double t0 = now();
+        parallel_copy(fresh, user, bytes, threads);
+        double t_huge = now() - t0;
+        free(fresh);
+        fresh = huge_page_malloc(bytes);
+        t0 = now();
+        parallel_nt_copy(fresh, user, bytes, threads);
+        double t_huge_nt = now() - t0;
+        t0 = now();
+        parallel_copy(fresh, user, bytes, threads);
+        double t_warm = now() - t0;
+        t0 = now();
+        parallel_nt_copy(fresh, user, bytes, threads);
+        double t_warm_nt = now() - t0;
+        free(fresh);
+        t0 = now();
+        parallel_nt_copy(pinned, user, bytes, threads);
+        double t_pinned_nt = now() - t0;
+        printf("raw: copy 1 GiB, %d threads: into fresh huge-page memory %.1f ms (streaming stores %.1f ms), into warm "
+               "memory %.1f ms (streaming %.1f ms), into warm pinned with streaming stores %.1f ms\n",
+               threads, t_huge * 1e3, t_huge_nt * 1e3, t_warm * 1e3, t_warm_nt * 1e3, t_pinned_nt * 1e3);
+    }
+    for (int slots : {2, 4}) {
+        for (int threads : {8, 16}) {
+            size_t chunk = size_t(64) << 20;
+            double h = staged_h2d(dev, user, bytes, pinned, chunk, slots, threads, s);
+            double d = staged_d2h(user, dev, bytes, pinned, chunk, slots, threads, s);
+            double hn = staged_h2d(dev, user, bytes, pinned, chunk, slots, threads, s, parallel_nt_copy);
+            double dn = staged_d2h(user, dev, bytes, pinned, chunk, slots, threads, s, parallel_nt_copy);
+            printf("raw: staged 64 MiB x%d slots, %d threads: memcpy H2D %.2f D2H %.2f GB/s, streaming stores H2D %.2f "
+                   "D2H %.2f GB/s\n", slots, threads, bytes / h / 1e9, bytes / d / 1e9, bytes / hn / 1e9, bytes / dn / 1e9);
+        }
+    }
+    // what pinning four 64 MiB staging slots costs: the driver's allocation, or huge pages
+    // registered after touching them
+    const size_t slot = size_t(64) << 20;
+    std::vector<void*> slots(4);
+    double t0 = now();
+    for (auto& p : slots) CU(cudaHostAlloc(&p, slot, cudaHostAllocPortable));
+    double t_alloc = now() - t0;
+    for (auto p : slots) CU(cudaFreeHost(p));
+    t0 = now();
+    for (auto& p : slots) {
+        p = huge_page_malloc(slot);
+        memset(p, 0, slot);
+        CU(cudaHostRegister(p, slot, cudaHostRegisterPortable));
+    }
+    double t_reg = now() - t0;
+    for (auto p : slots) {
+        CU(cudaHostUnregister(p));
+        free(p);
+    }
+    char* huge = huge_page_malloc(bytes);
+    parallel_copy(huge, user, bytes, 16);
+    t0 = now();
+    CU(cudaHostRegister(huge, bytes, cudaHostRegisterPortable));
+    double t_reg_huge = now() - t0;
+    double h2d_huge = time_copy(cudaMemcpyHostToDevice, dev, huge, bytes, 2);
+    t0 = now();
+    CU(cudaHostUnregister(huge));
+    double t_unreg_huge = now() - t0;
+    free(huge);
+    printf("raw: pinning 4 x 64 MiB slots: cudaHostAlloc %.1f ms, huge pages + touch + cudaHostRegister %.1f ms; "
+           "cudaHostRegister of 1 GiB touched huge-page memory %.1f ms (then H2D %.2f GB/s), unregister %.1f ms\n",
+           t_alloc * 1e3, t_reg * 1e3, t_reg_huge * 1e3, bytes / h2d_huge / 1e9, t_unreg_huge * 1e3);
 }
 
 static void transfer_options() {
@@ -287,6 +406,7 @@ static void transfer_options() {
                    bytes / h / 1e9, bytes / d / 1e9);
         }
     }
+    copy_kinds(dev, user, pinned, s);
     t0 = now();
     CU(cudaFreeHost(pinned));
     printf("raw: cudaFreeHost 1 GiB %.1f ms\n", (now() - t0) * 1e3);
@@ -312,7 +432,14 @@ static void runtime_transfers() {
     celerity_buffer* flag_buf = buffer(1, 1, 1, &flag, "flag");
     OK(celerity_wait());
 
+    // what the create's copy costs done by hand, just before it (same memory state)
+    char* fresh = huge_page_malloc(GIB);
     double t0 = now();
+    parallel_nt_copy(fresh, init, GIB, 16);
+    double t_raw_create = now() - t0;
+    free(fresh);
+
+    t0 = now();
     celerity_buffer* b = buffer(1, n, 1, init, "user-1GiB");
     double t_create = now() - t0;
     submit("touch", 1, n, 1, {{b, CELERITY_ACCESS_READ, celerity_one_to_one()}, {flag_buf, CELERITY_ACCESS_READ_WRITE, celerity_all()}},
@@ -331,6 +458,11 @@ static void runtime_transfers() {
     OK(celerity_wait());
     double t_second = now() - t0, t_read = now() - t_read0;
     OK(celerity_buffer_release(b2));
+
+    // the fences below read device data: a read_write kernel (which leaves the values as they
+    // are) makes the device the only holder of the newest contents, as after any real kernel
+    submit("dirty", 1, n, 1, {{b, CELERITY_ACCESS_READ_WRITE, celerity_one_to_one()}}, k_empty);
+    OK(celerity_wait());
 
     // a fence into memory the program pinned itself goes straight to DMA
     float* pinned_back = nullptr;
@@ -377,6 +509,8 @@ static void runtime_transfers() {
     row("D2H 1 GiB fence into fresh user memory", fmt("%.1f GB/s", GIB / t_fence_cold / 1e9), "", fmt("%.2f", GIB / t_fence_cold / g_pinned_d2h), "");
     row("first create + first device read, 1 GiB", fmt("%.1f ms", t_first * 1e3), fmt("%.1f ms DMA", GIB / g_pinned_h2d * 1e3), "",
         "< 100 ms");
+    row("create 1 GiB (the runtime's copy of the data)", fmt("%.1f ms", t_create * 1e3),
+        fmt("%.1f ms", t_raw_create * 1e3) + " (16 threads into fresh huge pages)", "", "");
 }
 
 static void raw_launches(int count, double* independent, double* chained) {
@@ -545,7 +679,7 @@ static void launch_error() {
 
 int main(int argc, char** argv) {
     std::string mode = argc > 1 ? argv[1] : "all";
-    bool runtime = mode == "all" || mode == "floor";
+    bool runtime = mode == "all" || mode == "floor" || mode == "transfers";
     int dev = 0;
     cudaDeviceProp prop;
     CU(cudaGetDeviceProperties(&prop, dev));
@@ -557,10 +691,15 @@ int main(int argc, char** argv) {
         celerity_config* cfg = nullptr;
         OK(celerity_config_create(&cfg));
         OK(celerity_config_set(cfg, "devices", "cuda"));
+        // The raw baselines check nothing; the cost of device-side boundary records is measured
+        // by run.sh with CELERITY_ACCESSOR_BOUNDARY_CHECK=on (the rows then say so).
+        const char* check = getenv("CELERITY_ACCESSOR_BOUNDARY_CHECK");
+        if (check == nullptr) OK(celerity_config_set(cfg, "accessor_boundary_check", "off"));
+        if (check != nullptr && strcmp(check, "off") != 0) g_row_suffix = std::string(" (accessor_boundary_check=") + check + ")";
         OK(celerity_runtime_init(nullptr, nullptr, cfg));
         celerity_config_destroy(cfg);
-        if (mode == "all") runtime_transfers();
-        task_floor();
+        if (mode == "all" || mode == "transfers") runtime_transfers();
+        if (mode != "transfers") task_floor();
         if (mode == "all") {
             overlap();
             metg_sweep();

@@ -63,6 +63,7 @@ cmake_consumer() {
 cmake_consumer c consumer_shared shared consumer_static static
 cmake_consumer cxx consumer_cxx_shared shared consumer_cxx_static static
 cmake_consumer mixed consumer_mixed shared consumer_mixed_cxx_static static
+cmake_consumer celerity07 consumer_celerity07 shared
 
 [[ -n "$pkg_config" ]] || { echo "pkg-config not found" >&2; exit 1; }
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"

@@ -6,7 +6,9 @@
 #define CELERITY_EXECUTION_HPP
 
 #include <exception>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <tuple>
 #include <ucontext.h>
 #include <vector>
@@ -217,19 +219,29 @@ void host_range_loops(const Kernel& kernel, const celerity_chunk& c, const range
     const Kernel k = kernel;
     if constexpr(Dims == 0) {
         k(item<0>(id<0>(), global, offset), reducers...);
-    } else if constexpr(Dims == 1) {
-        const size_t end0 = c.offset[0] + c.range[0];
-        for(size_t i0 = c.offset[0]; i0 < end0; ++i0) k(item<1>(id<1>(i0), global, offset), reducers...);
-    } else if constexpr(Dims == 2) {
-        const size_t end0 = c.offset[0] + c.range[0], end1 = c.offset[1] + c.range[1];
-        for(size_t i0 = c.offset[0]; i0 < end0; ++i0) {
-            for(size_t i1 = c.offset[1]; i1 < end1; ++i1) k(item<2>(id<2>(i0, i1), global, offset), reducers...);
-        }
+        return;
     } else {
-        const size_t end0 = c.offset[0] + c.range[0], end1 = c.offset[1] + c.range[1], end2 = c.offset[2] + c.range[2];
-        for(size_t i0 = c.offset[0]; i0 < end0; ++i0) {
-            for(size_t i1 = c.offset[1]; i1 < end1; ++i1) {
-                for(size_t i2 = c.offset[2]; i2 < end2; ++i2) k(item<3>(id<3>(i0, i1, i2), global, offset), reducers...);
+        // The first item of each innermost row runs on its own: in the loop over the rest the
+        // compiler knows the index lies above the row's start, so a stencil's `j > 0` or
+        // `j == 0` boundary test leaves the hot loop (wave_sim: 28 to 19 instructions an item).
+        const size_t first = c.offset[Dims - 1], end = first + c.range[Dims - 1];
+        if(first >= end) return;
+        if constexpr(Dims == 1) {
+            k(item<1>(id<1>(first), global, offset), reducers...);
+            for(size_t i0 = first + 1; i0 < end; ++i0) k(item<1>(id<1>(i0), global, offset), reducers...);
+        } else if constexpr(Dims == 2) {
+            const size_t end0 = c.offset[0] + c.range[0];
+            for(size_t i0 = c.offset[0]; i0 < end0; ++i0) {
+                k(item<2>(id<2>(i0, first), global, offset), reducers...);
+                for(size_t i1 = first + 1; i1 < end; ++i1) k(item<2>(id<2>(i0, i1), global, offset), reducers...);
+            }
+        } else {
+            const size_t end0 = c.offset[0] + c.range[0], end1 = c.offset[1] + c.range[1];
+            for(size_t i0 = c.offset[0]; i0 < end0; ++i0) {
+                for(size_t i1 = c.offset[1]; i1 < end1; ++i1) {
+                    k(item<3>(id<3>(i0, i1, first), global, offset), reducers...);
+                    for(size_t i2 = first + 1; i2 < end; ++i2) k(item<3>(id<3>(i0, i1, i2), global, offset), reducers...);
+                }
             }
         }
     }
@@ -465,10 +477,35 @@ class collective_partition : public partition<1> {
     /// Pointer to the collective group's `MPI_Comm` (NULL in a build without MPI).
     const void* get_collective_mpi_comm_ptr() const { return m_comm; }
 #if defined(CELERITY_HAS_MPI_HEADER)
-    MPI_Comm get_collective_mpi_comm() const { return m_comm != nullptr ? *static_cast<const MPI_Comm*>(m_comm) : MPI_COMM_SELF; }
+    /// The collective group's communicator. In one process started without an MPI launcher the
+    /// runtime runs without MPI; this then initialises MPI (finalised at exit) and returns
+    /// MPI_COMM_SELF, so that MPI libraries (parallel HDF5) work as under C++ Celerity, which
+    /// always initialises MPI.
+    MPI_Comm get_collective_mpi_comm() const {
+        if(m_comm != nullptr) return *static_cast<const MPI_Comm*>(m_comm);
+        ensure_mpi_initialized();
+        return MPI_COMM_SELF;
+    }
 #endif
   private:
     const void* m_comm;
+#if defined(CELERITY_HAS_MPI_HEADER)
+    static void ensure_mpi_initialized() {
+        static std::once_flag once;
+        std::call_once(once, [] {
+            int initialized = 0;
+            MPI_Initialized(&initialized);
+            if(initialized) return;
+            int provided = 0;
+            MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+            std::atexit([] {
+                int finalized = 0;
+                MPI_Finalized(&finalized);
+                if(!finalized) MPI_Finalize();
+            });
+        });
+    }
+#endif
 };
 } // namespace experimental
 

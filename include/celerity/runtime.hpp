@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core.hpp"
+#include "format.hpp"
 
 namespace celerity {
 namespace detail {
@@ -243,38 +244,6 @@ inline log_level configured_log_level() {
         return log_level::info;
     }();
     return level;
-}
-
-inline void format_into(std::ostringstream& out, const char* fmt) { out << fmt; }
-
-/// Writes `fmt` with each `{...}` placeholder replaced by the next argument (a subset of the
-/// fmt syntax Celerity's logging macros take: format specs are ignored, `{{`/`}}` escape).
-template <typename Arg, typename... Args>
-void format_into(std::ostringstream& out, const char* fmt, const Arg& arg, const Args&... args) {
-    for(const char* p = fmt; *p != '\0'; ++p) {
-        if(p[0] == '{' && p[1] == '{') {
-            out << '{';
-            ++p;
-        } else if(p[0] == '}' && p[1] == '}') {
-            out << '}';
-            ++p;
-        } else if(p[0] == '{') {
-            const char* close = std::strchr(p, '}');
-            if(close == nullptr) break;
-            out << arg;
-            format_into(out, close + 1, args...);
-            return;
-        } else {
-            out << *p;
-        }
-    }
-}
-
-template <typename... Args>
-std::string format(const char* fmt, const Args&... args) {
-    std::ostringstream out;
-    format_into(out, fmt, args...);
-    return out.str();
 }
 
 template <typename... Args>

@@ -79,41 +79,81 @@ impl OffendingBox {
     }
 }
 
-/// The records of one kernel chunk, one per accessor, with their fallback elements.
+/// Host memory holding the records of one chunk: a plain allocation, or a pinned block that a
+/// device backend copies to and from device memory around the kernel.
+pub trait RecordMemory: Send + Sync + std::fmt::Debug {
+    /// The first byte (aligned to [`FALLBACK_BYTES`], at least [`BoundsRecords::bytes`] long).
+    fn as_ptr(&self) -> *mut u8;
+}
+
+impl RecordMemory for HostAllocation {
+    fn as_ptr(&self) -> *mut u8 {
+        HostAllocation::as_ptr(self)
+    }
+}
+
+/// The records of one kernel chunk, one per accessor, with their fallback elements. Layout:
+/// `len` fallbacks of [`FALLBACK_BYTES`], then `len` [`BoundsRecord`]s.
 #[derive(Debug)]
 pub struct BoundsRecords {
-    memory: HostAllocation,
+    memory: Box<dyn RecordMemory>,
     len: usize,
 }
 
 impl BoundsRecords {
+    /// Bytes of the records of `len` accessors, fallbacks included.
+    pub fn bytes(len: usize) -> usize {
+        Self::records_offset(len) + len * std::mem::size_of::<BoundsRecord>()
+    }
+
+    /// Where the records start, after the fallbacks.
+    pub fn records_offset(len: usize) -> usize {
+        len * FALLBACK_BYTES
+    }
+
     /// Fresh (empty) records for `len` accessors, in host memory. Host tasks and kernels on
     /// emulated devices write them directly.
     pub fn new_host(len: usize) -> Result<Self> {
-        let fallback_bytes = len * FALLBACK_BYTES;
-        let size = fallback_bytes + len * std::mem::size_of::<BoundsRecord>();
-        let memory = HostAllocation::new(size, FALLBACK_BYTES)?;
+        let memory = HostAllocation::new(Self::bytes(len), FALLBACK_BYTES)?;
+        // SAFETY: a fresh allocation of exactly that size and alignment.
+        Ok(unsafe { Self::new_in(Box::new(memory), len) })
+    }
+
+    /// Fresh (empty) records for `len` accessors in `memory`.
+    ///
+    /// # Safety
+    /// `memory` must be valid for [`Self::bytes`]`(len)` bytes, aligned to [`FALLBACK_BYTES`]
+    /// and used by nothing else while `self` lives.
+    pub unsafe fn new_in(memory: Box<dyn RecordMemory>, len: usize) -> Self {
+        let fallback_bytes = Self::records_offset(len);
         let base = memory.as_ptr();
-        // SAFETY: the fallbacks lie inside the fresh allocation; zeroed so that an out-of-bounds
-        // read yields zero bytes unless the kernel wrote the scratch element before.
+        // SAFETY: the fallbacks lie inside the memory (the caller's contract); zeroed so that an
+        // out-of-bounds read yields zero bytes unless the kernel wrote the scratch element before.
         unsafe { std::ptr::write_bytes(base, 0, fallback_bytes) };
         for i in 0..len {
             let record = BoundsRecord {
                 count: AtomicU64::new(0),
                 min: std::array::from_fn(|_| AtomicI64::new(i64::MAX)),
                 max: std::array::from_fn(|_| AtomicI64::new(i64::MIN)),
-                // SAFETY: within the allocation: `len` fallbacks precede the records.
+                // SAFETY: within the memory: `len` fallbacks precede the records.
                 fallback: unsafe { base.add(i * FALLBACK_BYTES) },
                 fallback_size: FALLBACK_BYTES as u64,
             };
-            // SAFETY: the record slot lies inside the allocation, is aligned (FALLBACK_BYTES is a
+            // SAFETY: the record slot lies inside the memory, is aligned (FALLBACK_BYTES is a
             // multiple of 8 and so is the record size) and is not yet referenced.
             unsafe { Self::slot(base, fallback_bytes, i).write(record) };
         }
-        Ok(Self { memory, len })
+        Self { memory, len }
     }
 
-    /// The address of record `index` (inside the allocation for index < len, see `new_host`).
+    /// The first byte of the block whose first record is at `first_record`, for a backend that
+    /// mirrors the records of `len` accessors (armed from one block, in accessor order) on a
+    /// device.
+    pub fn block_of(first_record: *mut u8, len: usize) -> *mut u8 {
+        first_record.wrapping_sub(Self::records_offset(len))
+    }
+
+    /// The address of record `index` (inside the memory for index < len, see `new_in`).
     fn slot(base: *mut u8, fallback_bytes: usize, index: usize) -> *mut BoundsRecord {
         base.wrapping_add(fallback_bytes)
             .cast::<BoundsRecord>()
@@ -128,7 +168,7 @@ impl BoundsRecords {
 
     /// Accessor `index`'s record.
     pub fn get(&self, index: usize) -> &BoundsRecord {
-        // SAFETY: initialised in `new_host`, alive as long as `self`; every field that the kernel
+        // SAFETY: initialised in `new_in`, alive as long as `self`; every field that the kernel
         // writes is atomic.
         unsafe { &*self.pointer(index).0.cast::<BoundsRecord>() }
     }

@@ -15,9 +15,13 @@
 //! * Host memory (memory 1) is pinned (`cuMemHostAlloc`, portable) and comes from a bounded
 //!   [`PinnedPool`], so repeated host allocations reuse page-locked blocks; beyond the pool's
 //!   limit host allocations are pageable. Device memory comes from `cuMemAlloc`.
-//! * User memory (memory 0) copies to and from device memories directly: a contiguous copy with
-//!   a pageable end is staged through pinned chunks with parallel host copies
-//!   ([`staging`]); pinned ends (the pool's blocks, memory the program pinned) are DMA'd as is.
+//! * User memory (memory 0) copies to and from device memories directly ([`copy`]): a
+//!   contiguous copy with a pageable end is staged through pinned chunks with parallel host
+//!   copies ([`staging`], whose slots are pinned in the background when the backend starts);
+//!   pinned ends (the pool's blocks, memory the program pinned) are DMA'd as is. Buffer fences
+//!   therefore copy device memory straight into user memory (`instruction::fence`).
+//! * With accessor boundary checking, a kernel's records are copied to device memory before
+//!   its launch and back after it, on its stream ([`records`]).
 //! * Events recorded after each submission are reused, and [`Backend::poll`] queries only the
 //!   oldest pending event of each stream (a stream completes in order). All allocations run in order on one
 //!   allocation thread. Peer access is enabled between devices that support it both ways; the
@@ -26,7 +30,6 @@
 //! * Host tasks and host↔host copies run on host lane threads, as in the host backend.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::{DriverError, result, sys};
@@ -40,15 +43,19 @@ use super::event::{AsyncEvent, Completion, EventCompleter};
 use super::host::{host_copy_job, host_launch_job};
 use super::host_memory::HostAllocation;
 use super::interface::{Backend, CopyLane, KernelInvocation, LaunchEnvironment, Launcher};
-use super::nd_memory::{NdCopyLayout, StridedBox};
-use super::pinned_pool::{PinnedAllocator, PinnedPool};
+use super::nd_memory::StridedBox;
+use super::pinned_pool::PinnedPool;
 use super::system_info::SystemInfo;
 use super::thread_queue::{Lanes, ThreadQueue};
 use crate::error::{Error, ErrorKind, Result};
 use crate::types::{DeviceId, MemoryId};
 
+mod copy;
+mod pinned;
+mod records;
 mod staging;
-use staging::{Direction, STAGING_THRESHOLD, direct_pageable_copy, staged_copy};
+use pinned::DriverPinned;
+use records::DeviceRecords;
 
 fn device_error(what: &str, error: DriverError) -> Error {
     let kind = if error.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
@@ -135,31 +142,6 @@ type PendingEntry = (Option<Handle<sys::CUevent>>, Option<EventCompleter>);
 
 /// Completed events, reused by later submissions (creating one per task costs a driver call).
 type SpareEvents = Arc<Mutex<Vec<Handle<sys::CUevent>>>>;
-
-/// Page-locked host memory from the driver (portable: usable from every context).
-struct DriverPinned {
-    context: Handle<sys::CUcontext>,
-}
-
-impl PinnedAllocator for DriverPinned {
-    fn allocate(&mut self, bytes: usize) -> Result<usize> {
-        make_current(self.context)?;
-        let mut pointer: *mut c_void = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; the context is current.
-        check("cuMemHostAlloc", unsafe {
-            sys::cuMemHostAlloc(&mut pointer, bytes, sys::CU_MEMHOSTALLOC_PORTABLE)
-        })
-        .map_err(|e| e.context(format!("allocating {bytes} pinned host bytes")))?;
-        Ok(pointer as usize)
-    }
-
-    unsafe fn free(&mut self, address: usize, _bytes: usize) {
-        if make_current(self.context).is_ok() {
-            // SAFETY: the caller passes a block from `allocate` that nothing uses any more.
-            unsafe { sys::cuMemFreeHost(address as *mut c_void) };
-        }
-    }
-}
 
 type SharedPool = Arc<Mutex<PinnedPool<DriverPinned>>>;
 
@@ -253,14 +235,23 @@ impl CudaBackend {
             },
             pinned_limit,
         );
+        let pool = Arc::new(Mutex::new(pool));
+        let alloc_queue = ThreadQueue::new("celerity-alloc")?;
+        let warm = pool.clone();
+        // In the background, so that init does not wait for it; the first large copy of
+        // pageable memory then finds its pinned slots instead of paying their page-locking.
+        let _ = alloc_queue.submit(move || {
+            staging::prewarm_slots(&warm);
+            Ok(Completion::Done)
+        });
         Ok(Self {
             system,
             devices,
             host_lanes: Lanes::new("celerity-host"),
-            alloc_queue: ThreadQueue::new("celerity-alloc")?,
+            alloc_queue,
             pending: Arc::default(),
             live: Arc::default(),
-            pool: Arc::new(Mutex::new(pool)),
+            pool,
             pageable: Arc::default(),
         })
     }
@@ -392,172 +383,6 @@ impl CudaBackend {
     }
 }
 
-/// What the driver knows about one end of a copy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum MemoryKind {
-    /// Device memory, or host memory the driver page-locked (the pool's blocks, memory the
-    /// program allocated or registered with CUDA): DMA'd directly.
-    Registered,
-    /// Ordinary host memory.
-    Pageable,
-}
-
-/// Classifies `pointer`: the pool's blocks without asking the driver; otherwise device memory
-/// by its memory type, and host memory the program pinned by `cuMemHostGetFlags` succeeding.
-/// (The memory type alone does not tell pinned from pageable: on the H200's driver, with
-/// heterogeneous memory management, copies classified by type alone ran at pageable speed, so
-/// plain `malloc` memory evidently reports a host type there.)
-fn memory_kind(pointer: *const u8, pool: &SharedPool) -> MemoryKind {
-    if pool.lock().contains(pointer as usize, 1) {
-        return MemoryKind::Registered;
-    }
-    let mut memory_type: u32 = 0;
-    // SAFETY: a valid out-pointer of the attribute's type; any address may be queried.
-    let code = unsafe {
-        sys::cuPointerGetAttribute(
-            (&mut memory_type as *mut u32).cast(),
-            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-            pointer as sys::CUdeviceptr,
-        )
-    };
-    if code != sys::CUresult::CUDA_SUCCESS {
-        return MemoryKind::Pageable;
-    }
-    if memory_type == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 {
-        return MemoryKind::Registered;
-    }
-    let mut host_flags: u32 = 0;
-    // SAFETY: a valid out-pointer; the call only succeeds for page-locked host memory
-    // (cuMemHostAlloc / cudaMallocHost / registered).
-    let pinned = unsafe { sys::cuMemHostGetFlags(&mut host_flags, pointer as *mut c_void) };
-    if pinned == sys::CUresult::CUDA_SUCCESS {
-        MemoryKind::Registered
-    } else {
-        MemoryKind::Pageable
-    }
-}
-
-/// Whether a copy with these ends goes through pinned staging, and which way: a contiguous
-/// copy of at least [`STAGING_THRESHOLD`] bytes between pageable memory and the driver's
-/// memory. (Strided pageable copies and small ones use the driver's pageable path.)
-fn staging_direction(ends: (MemoryKind, MemoryKind), layout: &NdCopyLayout) -> Option<Direction> {
-    if layout.num_complex_strides != 0 || layout.contiguous_size < STAGING_THRESHOLD {
-        return None;
-    }
-    match ends {
-        (MemoryKind::Pageable, MemoryKind::Registered) => Some(Direction::ToDevice),
-        (MemoryKind::Registered, MemoryKind::Pageable) => Some(Direction::ToHost),
-        _ => None,
-    }
-}
-
-/// Enqueues the copy described by `layout` on `stream` (unified addressing for the driver's
-/// memory, explicit host memory for pageable ends).
-///
-/// # Safety
-/// The pointers must cover the layout's runs and stay valid until the stream reaches the copy.
-unsafe fn enqueue_layout_copy(
-    source: *const u8,
-    dest: *mut u8,
-    ends: (MemoryKind, MemoryKind),
-    layout: &NdCopyLayout,
-    stream: sys::CUstream,
-) -> Result<()> {
-    if layout.contiguous_size == 0 {
-        return Ok(());
-    }
-    // Pageable memory is unknown to unified addressing: name it as host memory.
-    let memory_type = |kind: MemoryKind| match kind {
-        MemoryKind::Pageable => sys::CUmemorytype::CU_MEMORYTYPE_HOST,
-        MemoryKind::Registered => sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED,
-    };
-    let copy_2d = |src_offset: usize, dst_offset: usize, pitch: (usize, usize), height: usize| {
-        let (src_address, dst_address) = (source as usize + src_offset, dest as usize + dst_offset);
-        let copy = sys::CUDA_MEMCPY2D {
-            srcXInBytes: 0,
-            srcY: 0,
-            srcMemoryType: memory_type(ends.0),
-            srcHost: src_address as *const c_void,
-            srcDevice: src_address as sys::CUdeviceptr,
-            srcArray: std::ptr::null_mut(),
-            srcPitch: pitch.0,
-            dstXInBytes: 0,
-            dstY: 0,
-            dstMemoryType: memory_type(ends.1),
-            dstHost: dst_address as *mut c_void,
-            dstDevice: dst_address as sys::CUdeviceptr,
-            dstArray: std::ptr::null_mut(),
-            dstPitch: pitch.1,
-            WidthInBytes: layout.contiguous_size,
-            Height: height,
-        };
-        // SAFETY: the caller guarantees both ranges are valid; `copy` lives across the call.
-        check("cuMemcpy2DAsync", unsafe {
-            sys::cuMemcpy2DAsync_v2(&copy, stream)
-        })
-    };
-    match layout.num_complex_strides {
-        0 if ends.0 == MemoryKind::Pageable || ends.1 == MemoryKind::Pageable => {
-            let direction = if ends.0 == MemoryKind::Pageable {
-                Direction::ToDevice
-            } else {
-                Direction::ToHost
-            };
-            let (source, dest) = (
-                source as usize + layout.offset_in_source,
-                dest as usize + layout.offset_in_dest,
-            );
-            let (host, device) = match direction {
-                Direction::ToDevice => (source, dest),
-                Direction::ToHost => (dest, source),
-            };
-            // SAFETY: as above.
-            unsafe {
-                direct_pageable_copy(
-                    direction,
-                    host as *mut u8,
-                    device as sys::CUdeviceptr,
-                    layout.contiguous_size,
-                    stream,
-                )
-            }
-        }
-        0 => {
-            // SAFETY: as above; unified addressing lets cuMemcpyAsync take any pointer kind
-            // the driver knows.
-            check("cuMemcpyAsync", unsafe {
-                sys::cuMemcpyAsync(
-                    dest as sys::CUdeviceptr + layout.offset_in_dest as sys::CUdeviceptr,
-                    source as sys::CUdeviceptr + layout.offset_in_source as sys::CUdeviceptr,
-                    layout.contiguous_size,
-                    stream,
-                )
-            })
-        }
-        1 => {
-            let s = layout.strides[0];
-            copy_2d(
-                layout.offset_in_source,
-                layout.offset_in_dest,
-                (s.source_stride, s.dest_stride),
-                s.count,
-            )
-        }
-        _ => {
-            let (outer, inner) = (layout.strides[0], layout.strides[1]);
-            for i in 0..outer.count {
-                copy_2d(
-                    layout.offset_in_source + i * outer.source_stride,
-                    layout.offset_in_dest + i * outer.dest_stride,
-                    (inner.source_stride, inner.dest_stride),
-                    inner.count,
-                )?;
-            }
-            Ok(())
-        }
-    }
-}
-
 impl Backend for CudaBackend {
     fn system_info(&self) -> &SystemInfo {
         &self.system
@@ -686,34 +511,9 @@ impl Backend for CudaBackend {
                 let pool = self.pool.clone();
                 self.submit_to_stream(device, index, move |stream| {
                     let (source, dest) = (source, dest);
-                    let ends = (memory_kind(source.0, &pool), memory_kind(dest.0, &pool));
-                    match staging_direction(ends, &layout) {
-                        // SAFETY: the caller guarantees validity until the event
-                        // completes, which happens only after the stream passed the copy.
-                        Some(direction) => unsafe {
-                            let (host, device) = match direction {
-                                Direction::ToDevice => (source.0, dest.0),
-                                Direction::ToHost => (dest.0, source.0),
-                            };
-                            let offsets = (layout.offset_in_source, layout.offset_in_dest);
-                            let (host_offset, device_offset) = match direction {
-                                Direction::ToDevice => offsets,
-                                Direction::ToHost => (offsets.1, offsets.0),
-                            };
-                            staged_copy(
-                                direction,
-                                host.add(host_offset),
-                                device as sys::CUdeviceptr + device_offset as sys::CUdeviceptr,
-                                layout.contiguous_size,
-                                stream.0,
-                                &pool,
-                            )
-                        },
-                        // SAFETY: as above.
-                        None => unsafe {
-                            enqueue_layout_copy(source.0, dest.0, ends, &layout, stream.0)
-                        },
-                    }
+                    // SAFETY: the caller guarantees validity until the event completes, which
+                    // happens only after the stream passed the copy.
+                    unsafe { copy::enqueue_copy(source.0, dest.0, &layout, stream.0, &pool) }
                 })
             }
         }
@@ -737,6 +537,7 @@ impl Backend for CudaBackend {
         invocation: KernelInvocation,
     ) -> AsyncEvent {
         self.submit_to_stream(device, lane, move |stream| {
+            let mut invocation = invocation;
             for (slot, identity) in invocation
                 .reductions
                 .iter()
@@ -753,18 +554,22 @@ impl Backend for CudaBackend {
                     )
                 })?;
             }
+            // SAFETY: the executor armed the records from one block that lives until the chunk
+            // completed, which is after the stream passed the download below.
+            let records = unsafe { DeviceRecords::upload(&mut invocation.accessors, stream.0) }?;
             let environment = LaunchEnvironment {
                 stream: stream.0 as usize,
                 cuda: true,
             };
-            launcher(&invocation, &environment)
+            let launched = launcher(&invocation, &environment);
+            // SAFETY: as above, on the same stream, after the kernel.
+            let downloaded = records.map_or(Ok(()), |r| unsafe { r.download(stream.0) });
+            launched.and(downloaded)
         })
     }
 
-    fn device_bounds_records(&self, _len: usize) -> Result<Option<BoundsRecords>> {
-        // Kernels cannot write pageable host memory; records in pinned, device-mapped memory
-        // are not implemented yet, so CUDA kernels run unchecked (host tasks are checked).
-        Ok(None)
+    fn device_bounds_records(&self, len: usize) -> Result<Option<BoundsRecords>> {
+        records::host_records(&self.pool, len).map(Some)
     }
 
     fn poll(&mut self) -> Result<()> {

@@ -23,7 +23,77 @@ struct Piece {
     dest: usize,
     source: usize,
     len: usize,
+    stores: Stores,
     done: Sender<()>,
+}
+
+/// How a piece writes its destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stores {
+    /// `memcpy`: for a destination the CPU reads again soon.
+    Cached,
+    /// Non-temporal (streaming) stores, which do not read the destination's cache lines first:
+    /// a third less memory traffic for a destination that the CPU does not read soon (a
+    /// staging slot that the DMA engine reads, user memory after a fence, a fresh copy).
+    Streaming,
+}
+
+/// Copies one piece with `stores`.
+///
+/// # Safety
+/// As for [`copy`].
+unsafe fn copy_piece(dest: *mut u8, source: *const u8, len: usize, stores: Stores) {
+    match stores {
+        // SAFETY: forwarded contract.
+        Stores::Cached => unsafe { std::ptr::copy_nonoverlapping(source, dest, len) },
+        // SAFETY: forwarded contract.
+        Stores::Streaming => unsafe { copy_streaming(dest, source, len) },
+    }
+}
+
+/// A copy whose 16-byte-aligned body is written with `movntdq` (SSE2, present on every
+/// x86-64 CPU), then fenced so that the stores are visible before the copy counts as done.
+///
+/// # Safety
+/// As for [`copy`].
+#[cfg(target_arch = "x86_64")]
+unsafe fn copy_streaming(dest: *mut u8, source: *const u8, len: usize) {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+    let head = ((dest as usize).wrapping_neg() & 15).min(len);
+    // SAFETY: the first `head` bytes of the caller's ranges.
+    unsafe { std::ptr::copy_nonoverlapping(source, dest, head) };
+    let mut i = head;
+    while i + 64 <= len {
+        // SAFETY: 64 bytes at offset i lie inside both ranges; `dest + i` is 16-byte aligned
+        // (i - head is a multiple of 64); loads may be unaligned.
+        unsafe {
+            let s = source.add(i).cast::<__m128i>();
+            let d = dest.add(i).cast::<__m128i>();
+            let (a, b) = (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)));
+            let (c, e) = (_mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
+            _mm_stream_si128(d, a);
+            _mm_stream_si128(d.add(1), b);
+            _mm_stream_si128(d.add(2), c);
+            _mm_stream_si128(d.add(3), e);
+        }
+        i += 64;
+    }
+    // SAFETY: the remaining tail of both ranges; then order the streaming stores before any
+    // later store (the caller's "done").
+    unsafe {
+        std::ptr::copy_nonoverlapping(source.add(i), dest.add(i), len - i);
+        _mm_sfence();
+    }
+}
+
+/// Elsewhere plain copies.
+///
+/// # Safety
+/// As for [`copy`].
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn copy_streaming(dest: *mut u8, source: *const u8, len: usize) {
+    // SAFETY: forwarded contract.
+    unsafe { std::ptr::copy_nonoverlapping(source, dest, len) }
 }
 
 struct CopyPool {
@@ -48,10 +118,11 @@ fn pool() -> &'static CopyPool {
                         // SAFETY: the submitting call keeps both ranges valid and unaliased
                         // until it has received this piece's `done` (see `copy`).
                         unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                piece.source as *const u8,
+                            copy_piece(
                                 piece.dest as *mut u8,
+                                piece.source as *const u8,
                                 piece.len,
+                                piece.stores,
                             )
                         };
                         let _ = piece.done.send(());
@@ -74,6 +145,15 @@ fn pool() -> &'static CopyPool {
 /// Both ranges must be valid for `len` bytes, must not overlap, and must not be accessed by
 /// anyone else during the call.
 pub unsafe fn copy(dest: *mut u8, source: *const u8, len: usize) {
+    // SAFETY: forwarded contract.
+    unsafe { copy_with(dest, source, len, Stores::Cached) }
+}
+
+/// [`copy`] with the stores chosen by the caller.
+///
+/// # Safety
+/// As for [`copy`].
+pub unsafe fn copy_with(dest: *mut u8, source: *const u8, len: usize, stores: Stores) {
     if len < PARALLEL_THRESHOLD {
         // SAFETY: guaranteed by the caller.
         unsafe { std::ptr::copy_nonoverlapping(source, dest, len) };
@@ -91,6 +171,7 @@ pub unsafe fn copy(dest: *mut u8, source: *const u8, len: usize) {
             dest: dest as usize + offset,
             source: source as usize + offset,
             len: piece_len.min(len - offset),
+            stores,
             done: done.clone(),
         };
         if pool.sender.send(piece).is_ok() {
@@ -99,7 +180,7 @@ pub unsafe fn copy(dest: *mut u8, source: *const u8, len: usize) {
         offset += piece_len;
     }
     // SAFETY: the first piece, on this thread; within the caller's ranges.
-    unsafe { std::ptr::copy_nonoverlapping(source, dest, piece_len.min(len)) };
+    unsafe { copy_piece(dest, source, piece_len.min(len), stores) };
     for _ in 0..sent {
         // A worker that died (it cannot panic in a memcpy) would drop `done`; recv then fails.
         let _ = finished.recv();
@@ -111,14 +192,46 @@ pub unsafe fn copy(dest: *mut u8, source: *const u8, len: usize) {
 /// naming `argument`, not an abort.
 pub fn to_vec(bytes: &[u8], argument: &str) -> crate::error::Result<Vec<u8>> {
     let mut out = crate::error::try_byte_vec(bytes.len(), argument)?;
+    advise_huge_pages(out.as_mut_ptr(), bytes.len());
     // SAFETY: `out` has capacity for `bytes.len()` bytes, distinct from `bytes`; every byte is
     // written before `set_len` exposes it.
     unsafe {
-        copy(out.as_mut_ptr(), bytes.as_ptr(), bytes.len());
+        copy_with(
+            out.as_mut_ptr(),
+            bytes.as_ptr(),
+            bytes.len(),
+            Stores::Streaming,
+        );
         out.set_len(bytes.len());
     }
     Ok(out)
 }
+
+/// Transparent huge pages for a fresh, untouched range of at least [`HUGE_PAGE`] bytes (on
+/// Linux): its first touch then faults 2 MiB at a time instead of 4 KiB (a fresh 1 GiB copy on
+/// the H200 host spent about half its 61 ms in page faults). Only advice: where the kernel has
+/// huge pages off, nothing changes.
+pub(crate) fn advise_huge_pages(start: *mut u8, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        unsafe extern "C" {
+            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
+        }
+        const MADV_HUGEPAGE: i32 = 14;
+        let first = (start as usize).next_multiple_of(HUGE_PAGE);
+        let end = (start as usize + len) / HUGE_PAGE * HUGE_PAGE;
+        if end > first {
+            // SAFETY: the aligned interior of a range the caller owns; MADV_HUGEPAGE changes no
+            // contents and no mapping, only how later faults are served.
+            unsafe { madvise(first as *mut std::ffi::c_void, end - first, MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (start, len);
+}
+
+/// The size of a transparent huge page on x86-64 and most aarch64 kernels.
+pub(crate) const HUGE_PAGE: usize = 2 << 20;
 
 #[cfg(test)]
 mod tests {
@@ -136,6 +249,36 @@ mod tests {
         ] {
             let source: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
             assert_eq!(to_vec(&source, "source").unwrap(), source, "length {len}");
+        }
+    }
+
+    #[test]
+    fn streaming_copies_of_unaligned_ranges_are_exact() {
+        let source: Vec<u8> = (0..(5 << 20) + 77).map(|i| (i % 251) as u8).collect();
+        for (from, to, len) in [
+            (0, 0, 5 << 20),
+            (3, 5, (5 << 20) - 9),
+            (1, 0, 63),
+            (7, 9, 4095),
+        ] {
+            let mut dest = vec![0u8; source.len() + 16];
+            // SAFETY: both ranges hold `len` bytes from their offsets and do not overlap. The
+            // large ones go through the thread pool, the small ones straight to the stores.
+            unsafe {
+                let (d, s) = (dest.as_mut_ptr().add(to), source.as_ptr().add(from));
+                if len >= PARALLEL_THRESHOLD {
+                    copy_with(d, s, len, Stores::Streaming)
+                } else {
+                    copy_piece(d, s, len, Stores::Streaming)
+                }
+            };
+            assert_eq!(
+                &dest[to..to + len],
+                &source[from..from + len],
+                "{from} {to} {len}"
+            );
+            assert!(dest[..to].iter().all(|&b| b == 0));
+            assert!(dest[to + len..].iter().all(|&b| b == 0));
         }
     }
 

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::json::JsonParts;
-use super::trace::TraceLog;
+use super::trace::{ClockMap, TraceLog};
 use super::{graphviz, json};
 use crate::command::CommandRecorder;
 use crate::error::{Error, ErrorKind, Result};
@@ -152,33 +152,35 @@ pub fn trace_path(path: &Path, node: NodeId) -> PathBuf {
     }
 }
 
-/// What a node contributes to the merged trace: its trace time at the shutdown barrier, then its
-/// events, one per line.
-pub fn trace_part(log: &TraceLog, sync_us: f64) -> Vec<u8> {
-    let mut part = format!("{sync_us:.3}\n");
-    part.push_str(&log.to_events().join("\n"));
-    part.into_bytes()
+/// What a node contributes to the merged trace: its events, one per line.
+pub fn trace_part(log: &TraceLog) -> Vec<u8> {
+    log.to_events().join("\n").into_bytes()
 }
 
-/// Node 0 writes the parts of all nodes (index = node) to `path`, on node 0's timeline: every
-/// node's trace counts from the common init barrier, and a node whose clock ran at another rate
-/// until the shutdown barrier is scaled to node 0's.
-pub fn write_merged_trace(path: &Path, parts: &[Vec<u8>]) -> Result<PathBuf> {
+/// Node 0 writes the parts of all nodes (index = node) to `path`, each mapped onto node 0's
+/// timeline by its `clocks` entry. The alignment's precision per node is recorded in the
+/// document's `otherData` (`clock_uncertainty_us`, an array indexed by node).
+pub fn write_merged_trace(path: &Path, parts: &[Vec<u8>], clocks: &[ClockMap]) -> Result<PathBuf> {
     let mut events = Vec::new();
-    let mut reference = None;
-    for part in parts {
+    for (node, part) in parts.iter().enumerate() {
+        let map = clocks.get(node).copied().unwrap_or(ClockMap::IDENTITY);
         let text = String::from_utf8_lossy(part);
-        let (sync, body) = text.split_once('\n').unwrap_or((&text, ""));
-        let sync: f64 = sync.parse().unwrap_or(0.0);
-        let reference = *reference.get_or_insert(sync);
-        let scale = if sync > 0.0 { reference / sync } else { 1.0 };
         events.extend(
-            body.lines()
+            text.lines()
                 .filter(|l| !l.is_empty())
-                .map(|l| super::trace::rescale_times(l, scale)),
+                .map(|l| super::trace::map_times(l, &map)),
         );
     }
-    write(path, &super::trace::document(&events))?;
+    let uncertainty: Vec<String> = clocks
+        .iter()
+        .map(|c| format!("{:.3}", c.uncertainty_us))
+        .collect();
+    let document = format!(
+        "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"clock_uncertainty_us\":[{}]}},\"traceEvents\":[\n{}\n]}}\n",
+        uncertainty.join(","),
+        events.join(",\n")
+    );
+    write(path, &document)?;
     Ok(path.to_owned())
 }
 

@@ -440,8 +440,34 @@ pub fn document(events: &[String]) -> String {
     )
 }
 
-/// `event` with its `ts` and `dur` values multiplied by `scale` (a clock-rate correction).
-pub fn rescale_times(event: &str, scale: f64) -> String {
+/// How one node's trace timestamps map onto node 0's timeline in a merged trace:
+/// `t0 = t * scale + shift_us`, known to ± `uncertainty_us` (see `runtime::clock_sync`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClockMap {
+    /// Node 0's microseconds per microsecond of this node (1 minus the drift).
+    pub scale: f64,
+    /// Added after scaling, in microseconds.
+    pub shift_us: f64,
+    /// How far off node 0's timeline a mapped timestamp may be, at most.
+    pub uncertainty_us: f64,
+}
+
+impl ClockMap {
+    /// Node 0's own timeline.
+    pub const IDENTITY: ClockMap = ClockMap {
+        scale: 1.0,
+        shift_us: 0.0,
+        uncertainty_us: 0.0,
+    };
+
+    /// `t_us` of this node on node 0's timeline.
+    pub fn apply(&self, t_us: f64) -> f64 {
+        t_us * self.scale + self.shift_us
+    }
+}
+
+/// `event` with its `ts` mapped by `map` and its `dur` scaled by it.
+pub fn map_times(event: &str, map: &ClockMap) -> String {
     let mut out = String::with_capacity(event.len());
     let mut rest = event;
     while let Some(at) = ["\"ts\":", "\"dur\":"]
@@ -457,7 +483,12 @@ pub fn rescale_times(event: &str, scale: f64) -> String {
             .unwrap_or(rest.len() - start);
         match rest[start..start + len].parse::<f64>() {
             Ok(value) => {
-                let _ = write!(out, "{:.3}", value * scale);
+                let mapped = if key_len == "\"ts\":".len() {
+                    map.apply(value)
+                } else {
+                    value * map.scale
+                };
+                let _ = write!(out, "{mapped:.3}");
             }
             Err(_) => out.push_str(&rest[start..start + len]),
         }
@@ -472,12 +503,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rescaling_touches_only_timestamps_and_durations() {
+    fn clock_maps_touch_only_timestamps_and_durations() {
         let event = r#"{"name":"a \"ts\":5","cat":"kernel","ph":"X","ts":100.000,"dur":10.500,"args":{"bytes":64}}"#;
+        let map = ClockMap {
+            scale: 2.0,
+            shift_us: -50.0,
+            uncertainty_us: 0.0,
+        };
         assert_eq!(
-            rescale_times(event, 2.0),
-            r#"{"name":"a \"ts\":5","cat":"kernel","ph":"X","ts":200.000,"dur":21.000,"args":{"bytes":64}}"#
+            map_times(event, &map),
+            r#"{"name":"a \"ts\":5","cat":"kernel","ph":"X","ts":150.000,"dur":21.000,"args":{"bytes":64}}"#
         );
-        assert_eq!(rescale_times(r#"{"ph":"M"}"#, 2.0), r#"{"ph":"M"}"#);
+        assert_eq!(map_times(r#"{"ph":"M"}"#, &map), r#"{"ph":"M"}"#);
     }
 }

@@ -484,11 +484,21 @@ impl Executor {
             trace.instruction_dispatched(&instruction, &assignment.dispatch());
         }
         match self.start(&instruction, assignment) {
-            Ok((events, allocation)) if !events.is_empty() => self.in_flight.push(InFlight {
-                id: assignment.id,
-                events,
-                allocation,
-            }),
+            Ok((events, allocation)) if !events.is_empty() => {
+                if let Some(trace) = &mut self.trace {
+                    // Done while it was issued (an in-process send deposits its payload at
+                    // once): its slice ends now, not when this loop next polls it, by which
+                    // time the receiver may already have finished.
+                    if events.iter().all(|e| e.is_complete()) {
+                        trace.instruction_retired(assignment.id);
+                    }
+                }
+                self.in_flight.push(InFlight {
+                    id: assignment.id,
+                    events,
+                    allocation,
+                })
+            }
             Ok(_) => self.complete(assignment.id),
             Err(error) => {
                 self.report(assignment.id, error);

@@ -56,7 +56,34 @@ pub extern "C" fn celerity_runtime_init(
     cfg: *const celerity_config,
 ) -> celerity_status {
     let _ = (argc, argv);
-    boundary::call("celerity_runtime_init", || {
+    init("celerity_runtime_init", cfg, true)
+}
+
+/// `celerity_runtime_init` for a program that says whether its accessor helpers were compiled
+/// with the boundary check (`accessors_record`: the value of `CELERITY_ACCESSOR_BOUNDARY_CHECK`
+/// where the runtime is started). The header routes `celerity_runtime_init` calls here; where
+/// `accessors_record` is 0 (a build with `NDEBUG`) the runtime hands kernels no bounds records,
+/// since nothing would write them, as with `accessor_boundary_check=off`.
+///
+/// Errors: as `celerity_runtime_init`.
+#[unsafe(no_mangle)]
+pub extern "C" fn celerity_runtime_init_for_program(
+    argc: *mut std::ffi::c_int,
+    argv: *mut *mut *mut c_char,
+    cfg: *const celerity_config,
+    accessors_record: std::ffi::c_int,
+) -> celerity_status {
+    let _ = (argc, argv);
+    init("celerity_runtime_init", cfg, accessors_record != 0)
+}
+
+/// Both init entry points: `accessors_record` false turns boundary records off.
+fn init(
+    function: &'static str,
+    cfg: *const celerity_config,
+    accessors_record: bool,
+) -> celerity_status {
+    boundary::call(function, || {
         if let Some(owner) = *RUNTIME_THREAD.lock()
             && owner != std::thread::current().id()
         {
@@ -81,7 +108,10 @@ pub extern "C" fn celerity_runtime_init(
         } else {
             config::snapshot(cfg, "cfg")?
         };
-        let (configuration, warnings) = builder.build(crate::runtime::config::environment()?)?;
+        let (mut configuration, warnings) = builder.build(crate::runtime::config::environment()?)?;
+        if !accessors_record {
+            configuration.accessor_boundary_check = crate::policy::ErrorPolicy::Ignore;
+        }
         install_logging(configuration.log_level);
         for warning in warnings {
             tracing::warn!("{warning}");

@@ -35,6 +35,48 @@ fn mergeable_along(a: &GridBox, b: &GridBox, d: usize) -> bool {
     })
 }
 
+/// [`RegionMap::merge_partner`] for a map that is a single leaf: one scan of its entries. A
+/// neighbour of matching shape touching face `2d` (low side of `d`) or `2d + 1` (high side) is
+/// the entry the point probe of that face would find, so the first face in order wins, as there.
+fn merge_partner_in_leaf<T: PartialEq>(
+    b: &GridBox,
+    boxes: &[GridBox],
+    slots: &[Slot<T>],
+) -> Option<GridBox> {
+    let value = |i: usize| match &slots[i] {
+        Slot::Value(v) => v,
+        Slot::Node(_) => unreachable!("leaf holds a subtree"),
+    };
+    let own = value(
+        boxes
+            .iter()
+            .position(|e| e == b)
+            .expect("candidate is not an entry"),
+    );
+    let (bmin, bmax) = (b.min_arr(), b.max_arr());
+    let mut best: Option<(usize, usize)> = None; // (face, entry)
+    for (j, e) in boxes.iter().enumerate() {
+        let (emin, emax) = (e.min_arr(), e.max_arr());
+        for d in 0..3 {
+            let face = if emax[d] == bmin[d] {
+                2 * d
+            } else if emin[d] == bmax[d] {
+                2 * d + 1
+            } else {
+                continue;
+            };
+            let same_section = (0..3).all(|k| k == d || (emin[k] == bmin[k] && emax[k] == bmax[k]));
+            if same_section && best.is_none_or(|(f, _)| face < f) && value(j) == own {
+                best = Some((face, j));
+            }
+            // touching along d with the same section along the others means d is the only
+            // dimension it can touch in
+            break;
+        }
+    }
+    best.map(|(_, j)| boxes[j])
+}
+
 impl<T: Clone + PartialEq> RegionMap<T> {
     /// A map over `[0, extent)` holding `default` everywhere.
     pub fn new(extent: Range, default: T) -> Self {
@@ -107,39 +149,88 @@ impl<T: Clone + PartialEq> RegionMap<T> {
                 if same && b.covers(&hb) {
                     // already holds the value and is swallowed by the new entry
                     self.erase(&hb);
-                    continue;
-                }
-                // the parts outside the update, cut along the fastest dimension first
-                let mut pieces: SmallVec<[GridBox; 6]> = SmallVec::new();
-                let (mut min, mut max) = (*hb.min_arr(), *hb.max_arr());
-                for d in (0..3).rev() {
-                    if min[d] < b.min_arr()[d] {
-                        let mut hi = max;
-                        hi[d] = b.min_arr()[d];
-                        pieces.push(GridBox::from_arrays(min, hi));
-                        min[d] = b.min_arr()[d];
-                    }
-                    if max[d] > b.max_arr()[d] {
-                        let mut lo = min;
-                        lo[d] = b.max_arr()[d];
-                        pieces.push(GridBox::from_arrays(lo, max));
-                        max[d] = b.max_arr()[d];
-                    }
-                }
-                let Some((&first, rest)) = pieces.split_first() else {
+                } else if !self.cut_outside(&hb, &b, &mut candidates) {
                     self.erase(&hb);
-                    continue;
-                };
-                // the first piece keeps the entry's slot; the others are inserted
-                let old = self.root.shrink_entry(&hb, first).expect("entry vanished");
-                candidates.push(first);
-                for &piece in rest {
-                    candidates.push(self.insert_new(piece, old.clone()));
                 }
             }
             candidates.push(self.insert_new(b, value));
         }
-        self.try_merge(candidates);
+        self.try_merge(&mut candidates);
+    }
+
+    /// Replaces the value `v` of every point of `b` (clamped to the extent) by `f(v)`: one query,
+    /// entries inside `b` change in place, entries reaching out of it are cut at its faces. The
+    /// read-modify-write of [`RegionMap::get_box_values`] followed by [`RegionMap::update_box`]
+    /// per result, without the result vector and the second query; entries `f` leaves unchanged
+    /// are not touched.
+    pub fn update_box_with(&mut self, b: &GridBox, mut f: impl FnMut(&T) -> T) {
+        let b = b.intersection(&self.extent);
+        if b.is_empty() {
+            return;
+        }
+        let mut changes: SmallVec<[(GridBox, T); 4]> = SmallVec::new();
+        self.root.query(&b, &mut |hb, hv| {
+            let nv = f(hv);
+            if nv != *hv {
+                changes.push((*hb, nv));
+            }
+        });
+        let mut candidates: SmallVec<[GridBox; 8]> = SmallVec::new();
+        for (hb, nv) in changes {
+            let inside = hb.intersection(&b);
+            if inside == hb {
+                *self.root.find_mut(&hb).expect("entry vanished") = nv;
+                candidates.push(hb);
+            } else {
+                let cut = self.cut_outside(&hb, &b, &mut candidates);
+                debug_assert!(cut, "an entry reaching out of the box has parts outside it");
+                candidates.push(self.insert_new(inside, nv));
+            }
+        }
+        self.try_merge(&mut candidates);
+    }
+
+    /// Like [`RegionMap::update_box_with`] for every box of a region.
+    pub fn update_region_with(&mut self, r: &Region, mut f: impl FnMut(&T) -> T) {
+        for b in r.boxes() {
+            self.update_box_with(b, &mut f);
+        }
+    }
+
+    /// Shrinks the entry `hb` to its parts outside `b` (cut along the fastest dimension first):
+    /// the first part keeps the entry's slot, the others are inserted with a copy of its value;
+    /// all become merge candidates. Returns false (changing nothing) if `b` covers `hb`.
+    fn cut_outside(
+        &mut self,
+        hb: &GridBox,
+        b: &GridBox,
+        candidates: &mut SmallVec<[GridBox; 8]>,
+    ) -> bool {
+        let mut pieces: SmallVec<[GridBox; 6]> = SmallVec::new();
+        let (mut min, mut max) = (*hb.min_arr(), *hb.max_arr());
+        for d in (0..3).rev() {
+            if min[d] < b.min_arr()[d] {
+                let mut hi = max;
+                hi[d] = b.min_arr()[d];
+                pieces.push(GridBox::from_arrays(min, hi));
+                min[d] = b.min_arr()[d];
+            }
+            if max[d] > b.max_arr()[d] {
+                let mut lo = min;
+                lo[d] = b.max_arr()[d];
+                pieces.push(GridBox::from_arrays(lo, max));
+                max[d] = b.max_arr()[d];
+            }
+        }
+        let Some((&first, rest)) = pieces.split_first() else {
+            return false;
+        };
+        let old = self.root.shrink_entry(hb, first).expect("entry vanished");
+        candidates.push(first);
+        for &piece in rest {
+            candidates.push(self.insert_new(piece, old.clone()));
+        }
+        true
     }
 
     /// Sets every point of the region (clamped to the extent) to `value`.
@@ -209,7 +300,7 @@ impl<T: Clone + PartialEq> RegionMap<T> {
             // most of the map changed: merging entry by entry would rebuild the tree piecemeal
             self.rebuild_merged();
         } else {
-            self.try_merge(changed);
+            self.try_merge(&mut changed);
         }
     }
 
@@ -274,11 +365,10 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         v
     }
 
-    /// Probes just outside every face of each candidate entry and merges it
-    /// with an equal-valued neighbour of matching shape, until nothing changes.
-    fn try_merge(&mut self, mut candidates: SmallVec<[GridBox; 8]>) {
+    /// Merges each candidate entry with an equal-valued neighbour of matching shape (the first
+    /// found in face order: low then high side of dimension 0, 1, 2), until nothing changes.
+    fn try_merge(&mut self, candidates: &mut SmallVec<[GridBox; 8]>) {
         let mut alive: SmallVec<[bool; 8]> = SmallVec::from_elem(true, candidates.len());
-        let ext = self.extent;
         let mut merged_any = true;
         while merged_any {
             merged_any = false;
@@ -287,43 +377,9 @@ impl<T: Clone + PartialEq> RegionMap<T> {
                     continue;
                 }
                 let b = candidates[i];
-                // the candidate's own value, looked up only once a neighbour of matching shape
-                // turns up (most probes fail on the shape)
-                let mut own: Option<&T> = None;
-                let mut partner = None;
-                for d in 0..3 {
-                    let mut probes: SmallVec<[[usize; 3]; 2]> = SmallVec::new();
-                    if b.min_arr()[d] > ext.min_arr()[d] {
-                        let mut p = *b.min_arr();
-                        p[d] -= 1;
-                        probes.push(p);
-                    }
-                    if b.max_arr()[d] < ext.max_arr()[d] {
-                        let mut p = *b.min_arr();
-                        p[d] = b.max_arr()[d];
-                        probes.push(p);
-                    }
-                    partner = probes.iter().find_map(|p| {
-                        let (nb, nv) = self
-                            .root
-                            .point_query(p)
-                            .expect("map does not tile its extent");
-                        if !mergeable_along(&b, &nb, d) {
-                            return None;
-                        }
-                        let v = *own.get_or_insert_with(|| {
-                            self.root
-                                .point_query(b.min_arr())
-                                .expect("candidate is not an entry")
-                                .1
-                        });
-                        (nv == v).then_some(nb)
-                    });
-                    if partner.is_some() {
-                        break;
-                    }
-                }
-                let Some(nb) = partner else { continue };
+                let Some(nb) = self.merge_partner(&b) else {
+                    continue;
+                };
                 if let Some(j) = candidates.iter().position(|c| *c == nb) {
                     alive[j] = false;
                 }
@@ -335,6 +391,72 @@ impl<T: Clone + PartialEq> RegionMap<T> {
                 candidates[i] = merged;
                 merged_any = true;
             }
+        }
+    }
+
+    /// The equal-valued neighbour entry that `b` (an entry) can merge with, first in face order.
+    fn merge_partner(&self, b: &GridBox) -> Option<GridBox> {
+        match self.root.as_leaf() {
+            Some((boxes, slots)) => merge_partner_in_leaf(b, boxes, slots),
+            None => self.merge_partner_by_probes(b),
+        }
+    }
+
+    /// [`Self::merge_partner`] for a tree of several levels: probes the point just outside each
+    /// face of `b` (a neighbour of matching shape contains it).
+    fn merge_partner_by_probes(&self, b: &GridBox) -> Option<GridBox> {
+        let ext = self.extent;
+        // the candidate's own value, looked up only once a neighbour of matching shape turns up
+        // (most probes fail on the shape)
+        let mut own: Option<&T> = None;
+        for d in 0..3 {
+            let mut probes: SmallVec<[[usize; 3]; 2]> = SmallVec::new();
+            if b.min_arr()[d] > ext.min_arr()[d] {
+                let mut p = *b.min_arr();
+                p[d] -= 1;
+                probes.push(p);
+            }
+            if b.max_arr()[d] < ext.max_arr()[d] {
+                let mut p = *b.min_arr();
+                p[d] = b.max_arr()[d];
+                probes.push(p);
+            }
+            let partner = probes.iter().find_map(|p| {
+                let (nb, nv) = self
+                    .root
+                    .point_query(p)
+                    .expect("map does not tile its extent");
+                if !mergeable_along(b, &nb, d) {
+                    return None;
+                }
+                let v = *own.get_or_insert_with(|| {
+                    self.root
+                        .point_query(b.min_arr())
+                        .expect("candidate is not an entry")
+                        .1
+                });
+                (nv == v).then_some(nb)
+            });
+            if partner.is_some() {
+                return partner;
+            }
+        }
+        None
+    }
+
+    /// Checks that the leaf scan finds the partner the point probes find, for every entry (tests
+    /// only): the scan must not change which entries merge.
+    #[cfg(test)]
+    pub(crate) fn check_merge_partner_scan(&self) {
+        let Some((boxes, slots)) = self.root.as_leaf() else {
+            return;
+        };
+        for b in boxes {
+            assert_eq!(
+                merge_partner_in_leaf(b, boxes, slots),
+                self.merge_partner_by_probes(b),
+                "partner of {b:?}"
+            );
         }
     }
 

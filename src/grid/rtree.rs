@@ -79,6 +79,13 @@ impl<T> Node<T> {
         }
     }
 
+    /// The entries of a leaf node (boxes and values side by side), `None` for an inner node. A
+    /// small map is a single leaf: scanning it beats descending the tree once per question.
+    #[inline]
+    pub fn as_leaf(&self) -> Option<(&[GridBox], &[Slot<T>])> {
+        (self.height == 0).then(|| (self.boxes.as_slice(), self.slots.as_slice()))
+    }
+
     /// The entry containing point `p`, if any.
     pub fn point_query(&self, p: &[usize; 3]) -> Option<(GridBox, &T)> {
         for (b, s) in self.boxes.iter().zip(&self.slots) {

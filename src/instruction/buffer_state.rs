@@ -207,14 +207,16 @@ impl BufferAllocation {
         if region.is_empty() {
             return;
         }
-        for (b, mut front) in self.last_concurrent_accesses.get_region_values(region) {
-            if front.mode == FrontMode::Read {
-                front.add(instruction);
-            } else {
-                front = AccessFront::single(instruction, FrontMode::Read);
-            }
-            self.last_concurrent_accesses.update_box(&b, front);
-        }
+        self.last_concurrent_accesses
+            .update_region_with(region, |front| {
+                if front.mode == FrontMode::Read {
+                    let mut front = front.clone();
+                    front.add(instruction);
+                    front
+                } else {
+                    AccessFront::single(instruction, FrontMode::Read)
+                }
+            });
     }
 
     /// Makes `instruction` the only writer and access of `region`.

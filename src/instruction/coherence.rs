@@ -329,10 +329,11 @@ fn plan_staged_copy(
 fn mark_up_to_date(buffer: &mut BufferState, reads_by_memory: &PerMemory<Vec<Region>>) {
     for (mid, reads) in reads_by_memory.iter() {
         for read in reads {
-            for (b, mut mask) in buffer.up_to_date.get_region_values(read) {
+            buffer.up_to_date.update_region_with(read, |mask| {
+                let mut mask = *mask;
                 mask.insert(mid);
-                buffer.up_to_date.update_box(&b, mask);
-            }
+                mask
+            });
         }
     }
 }

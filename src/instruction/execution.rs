@@ -29,11 +29,64 @@ use crate::policy::ErrorPolicy;
 use crate::task::{BufferLabel, ExecutionTarget, Task, fmt_region};
 use crate::types::{AllocationId, BufferId, CollectiveGroupId, DeviceId, InstructionId, MemoryId};
 
-use super::buffer_state::{PerMemory, clip};
+use super::buffer_state::{PendingReceive, PerMemory, clip};
 use super::generator::{InstructionGraphGenerator, LocalChunk, SCALAR_BOX, SchedulingHint};
 use super::instruction::{BufferAccessAllocation, InstructionKind};
 use super::recorder::{DependencyOrigin, RecordDetail};
 use super::requirements::ChunkRequirements;
+
+/// What the local chunks of a task do with one buffer (step 4).
+struct BufferFootprint {
+    /// Everything read or written, with a reduction's scalar.
+    accessed: Region,
+    /// Everything read (with the reduction's scalar if its current value is included).
+    consumed: Region,
+    /// A reduction that starts from the buffer's current value (on this node).
+    include_current_value: bool,
+    /// Boxes each memory must back contiguously (so far: the reduction's scalar).
+    required: PerMemory<BoxVec>,
+}
+
+impl BufferFootprint {
+    fn of(
+        bid: BufferId,
+        task: &Task,
+        is_reduction_initializer: bool,
+        chunks: &[LocalChunk],
+        requirements: &[ChunkRequirements],
+    ) -> Self {
+        let mut required: PerMemory<BoxVec> = PerMemory::new();
+        let mut accessed = RegionBuilder::new();
+        let mut consumed = RegionBuilder::new();
+        for r in requirements {
+            let b = r.buffer(bid);
+            accessed.add_region(&b.writes);
+            accessed.add_region(&b.reads);
+            consumed.add_region(&b.reads);
+        }
+        let reduction = task.reductions().iter().find(|r| r.bid == bid);
+        let include_current_value =
+            reduction.is_some_and(|r| r.init_from_buffer && is_reduction_initializer);
+        if reduction.is_some() {
+            for c in chunks {
+                required.entry(c.memory).push(SCALAR_BOX);
+            }
+            if chunks.len() > 1 || include_current_value {
+                required.entry(MemoryId::HOST).push(SCALAR_BOX);
+            }
+            accessed.add_box(SCALAR_BOX);
+            if include_current_value {
+                consumed.add_box(SCALAR_BOX);
+            }
+        }
+        Self {
+            accessed: accessed.into_region(),
+            consumed: consumed.into_region(),
+            include_current_value,
+            required,
+        }
+    }
+}
 
 /// The buffers a task touches (accesses and reductions), in id order.
 fn touched_buffers(task: &Task) -> Vec<BufferId> {
@@ -271,7 +324,8 @@ impl InstructionGraphGenerator {
         self.report(self.policies.overlapping_write, || message);
     }
 
-    /// Applies receives, allocates, and makes every chunk's memory coherent for buffer `bid`.
+    /// Step 4 for buffer `bid`: applies the pending receives the task reads, drops discarded data
+    /// from `up_to_date`, allocates, commits the receives and makes every chunk's memory coherent.
     pub(super) fn satisfy_buffer_requirements(
         &mut self,
         bid: BufferId,
@@ -280,82 +334,19 @@ impl InstructionGraphGenerator {
         chunks: &[LocalChunk],
         requirements: &[ChunkRequirements],
     ) {
-        let mut required: PerMemory<BoxVec> = PerMemory::new();
-        let host = MemoryId::HOST;
-
-        let mut accessed = RegionBuilder::new();
-        let mut consumed = RegionBuilder::new();
-        for r in requirements {
-            let b = r.buffer(bid);
-            accessed.add_region(&b.writes);
-            accessed.add_region(&b.reads);
-            consumed.add_region(&b.reads);
-        }
-
-        let reduction = task.reductions().iter().find(|r| r.bid == bid);
-        let include_current_value =
-            reduction.is_some_and(|r| r.init_from_buffer && is_reduction_initializer);
-        if reduction.is_some() {
-            for c in chunks {
-                required.entry(c.memory).push(SCALAR_BOX);
-            }
-            if chunks.len() > 1 || include_current_value {
-                required.entry(host).push(SCALAR_BOX);
-            }
-            accessed.add_box(SCALAR_BOX);
-            if include_current_value {
-                consumed.add_box(SCALAR_BOX);
-            }
-        }
-        let accessed = accessed.into_region();
-        let consumed = consumed.into_region();
-
-        // what is accessed but not consumed, and whatever arrives now, need not survive resizes
-        let mut discarded = RegionBuilder::new();
-        discarded.add_region(&accessed.difference(&consumed));
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
-        let (applied, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut buffer.pending_receives)
-            .into_iter()
-            .partition(|r| r.region.intersects(&consumed));
-        buffer.pending_receives = pending;
-        for r in &applied {
-            discarded.add_region(&r.region);
-            required
-                .entry(host)
-                .extend(r.required_contiguous_boxes.iter().copied());
-        }
-        let discarded = discarded.into_region();
-
+        let mut footprint =
+            BufferFootprint::of(bid, task, is_reduction_initializer, chunks, requirements);
+        let (applied, discarded) = self.take_consumed_receives(bid, &mut footprint);
         if self.policies.uninitialized_read != ErrorPolicy::Ignore {
-            let mut uninitialized = RegionBuilder::new();
-            for (b, mask) in buffer
-                .up_to_date
-                .get_region_values(&consumed.difference(&discarded))
-            {
-                if mask.is_empty() {
-                    uninitialized.add_box(b);
-                }
-            }
-            if !uninitialized.is_empty() {
-                let region = fmt_region(&uninitialized.into_region());
-                let buffer = BufferLabel {
-                    id: bid,
-                    name: self.buffers.get(&bid).and_then(|b| b.name.as_deref()),
-                }
-                .to_string();
-                let label = task.label().to_string();
-                self.report(self.policies.uninitialized_read, || {
-                    format!(
-                        "Instructions for {label} are trying to read {buffer} {region}, which is neither found locally nor has been await-pushed before."
-                    )
-                });
-            }
+            self.report_uninitialized_reads(bid, task, &footprint.consumed.difference(&discarded));
         }
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
         buffer
             .up_to_date
             .update_region(&discarded, MemoryMask::EMPTY);
 
+        let host = MemoryId::HOST;
+        let mut required = footprint.required;
         let mut reads_by_memory: PerMemory<Vec<Region>> = PerMemory::new();
         for (c, r) in chunks.iter().zip(requirements) {
             let b = r.buffer(bid);
@@ -366,20 +357,74 @@ impl InstructionGraphGenerator {
                 reads_by_memory.entry(c.memory).push(b.reads.clone());
             }
         }
-        if include_current_value {
+        if footprint.include_current_value {
             reads_by_memory.entry(host).push(SCALAR_BOX.into());
         }
         for (mid, boxes) in required.into_entries() {
             self.allocate_contiguously(bid, mid, boxes);
         }
-        let all_reads: Vec<Region> = reads_by_memory
-            .iter()
-            .flat_map(|(_, r)| r.iter().cloned())
-            .collect();
-        for receive in &applied {
-            self.commit_pending_receive(bid, receive, &all_reads);
+        if !applied.is_empty() {
+            let all_reads: Vec<Region> = reads_by_memory
+                .iter()
+                .flat_map(|(_, r)| r.iter().cloned())
+                .collect();
+            for receive in &applied {
+                self.commit_pending_receive(bid, receive, &all_reads);
+            }
         }
         self.establish_coherence(bid, &reads_by_memory);
+    }
+
+    /// Takes the pending receives of `bid` that the task consumes (their boxes must be backed
+    /// contiguously in host memory) and returns them with the discarded region: what is accessed
+    /// but not consumed, and whatever arrives now, need not survive resizes.
+    fn take_consumed_receives(
+        &mut self,
+        bid: BufferId,
+        footprint: &mut BufferFootprint,
+    ) -> (Vec<PendingReceive>, Region) {
+        let mut discarded = RegionBuilder::new();
+        discarded.add_region(&footprint.accessed.difference(&footprint.consumed));
+        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let consumed = &footprint.consumed;
+        let (applied, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut buffer.pending_receives)
+            .into_iter()
+            .partition(|r| r.region.intersects(consumed));
+        buffer.pending_receives = pending;
+        for r in &applied {
+            discarded.add_region(&r.region);
+            footprint
+                .required
+                .entry(MemoryId::HOST)
+                .extend(r.required_contiguous_boxes.iter().copied());
+        }
+        (applied, discarded.into_region())
+    }
+
+    /// Reports the part of `read` (consumed, not discarded) that no memory holds.
+    fn report_uninitialized_reads(&mut self, bid: BufferId, task: &Task, read: &Region) {
+        let buffer = &self.buffers[&bid];
+        let mut uninitialized = RegionBuilder::new();
+        for (b, mask) in buffer.up_to_date.get_region_values(read) {
+            if mask.is_empty() {
+                uninitialized.add_box(b);
+            }
+        }
+        if uninitialized.is_empty() {
+            return;
+        }
+        let region = fmt_region(&uninitialized.into_region());
+        let buffer = BufferLabel {
+            id: bid,
+            name: buffer.name.as_deref(),
+        }
+        .to_string();
+        let label = task.label().to_string();
+        self.report(self.policies.uninitialized_read, || {
+            format!(
+                "Instructions for {label} are trying to read {buffer} {region}, which is neither found locally nor has been await-pushed before."
+            )
+        });
     }
 
     /// One kernel or host-task instruction for `chunk`, with its allocation maps.

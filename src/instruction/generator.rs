@@ -426,6 +426,9 @@ impl InstructionGraphGenerator {
             })?;
             let mut copy = None;
             if !fence_box.is_empty() {
+                copy = self.emit_direct_fence_copy(bid, &fence_box, user_allocation);
+            }
+            if !fence_box.is_empty() && copy.is_none() {
                 let chunk = LocalChunk {
                     memory: MemoryId::HOST,
                     device: None,

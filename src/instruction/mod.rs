@@ -4,7 +4,8 @@
 //! into [`Instruction`]s on concrete memories and devices, which the executor runs out of order.
 //! See [`generator`] for the protocol, [`buffer_state`] for the tracking state, and the other
 //! modules for each stage: [`allocation`] (grow-only allocations, staging pool), [`coherence`]
-//! (copies between memories), [`receive`] (deferred await-pushes), [`push`] (sends and pilots),
+//! (copies between memories), `fence` (fences straight out of device memory), [`receive`]
+//! (deferred await-pushes), [`push`] (sends and pilots),
 //! [`reduction`] (local and global reductions) and [`execution`] (kernels, host tasks, lookahead).
 
 pub mod allocation;
@@ -12,6 +13,7 @@ pub mod buffer_state;
 pub mod coherence;
 mod emitter;
 pub mod execution;
+mod fence;
 pub mod generator;
 #[expect(clippy::module_inception)]
 pub mod instruction;

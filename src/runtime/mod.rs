@@ -17,6 +17,7 @@
 //! * Shutdown submits the shutdown epoch, waits for it, then joins the executor and the
 //!   scheduler (in that order) and finalises MPI if the runtime initialised it.
 
+mod clock_sync;
 pub mod config;
 mod devices;
 mod observability;
@@ -98,6 +99,9 @@ pub struct Runtime {
     /// A clone of the communicator for gathering graphs (`print_graphs=on`) and, with several
     /// nodes, traces (`trace_file`) at shutdown.
     observability_comm: Option<Box<dyn Communicator>>,
+    /// On node 0 of a traced multi-node run: every node's clock against node 0's at init (the
+    /// merged trace interpolates between this and a second measurement at shutdown).
+    clock_at_init: Option<Vec<clock_sync::ClockSample>>,
     /// Keeps MPI initialised (and finalises it last) when the runtime initialised it.
     _mpi: Option<devices::MpiGuard>,
     /// Armed by a shutdown that may block on a failed or departed peer; declared after `_mpi` so
@@ -185,6 +189,7 @@ impl Runtime {
             executor,
             observability_comm,
             started,
+            clock_at_init,
         } = start_executor(
             selection.execution,
             &config,
@@ -241,6 +246,7 @@ impl Runtime {
             shut_down: false,
             started,
             observability_comm,
+            clock_at_init,
             _mpi: selection.mpi,
             shutdown_watchdog: None,
         })

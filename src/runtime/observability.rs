@@ -2,7 +2,7 @@
 //! (`print_graphs=on`, gathered on node 0) and the trace (`trace_file`, one merged timeline of
 //! every node).
 
-use super::{Runtime, SchedulerOutput};
+use super::{Runtime, SchedulerOutput, clock_sync};
 use crate::debug::trace::TraceLog;
 use crate::error::{Error, Result};
 use crate::types::TaskId;
@@ -38,9 +38,8 @@ impl Runtime {
     }
 
     /// Writes the trace: alone, this node's file; with several nodes, node 0 gathers every
-    /// node's events onto one timeline in one file. The offset measured at init (the barrier
-    /// that set `started`) is corrected for drift with a second measurement at the shutdown
-    /// epoch: after a barrier, each node's trace time should be node 0's.
+    /// node's events onto one timeline in one file, mapping each node's clock with the offsets
+    /// measured at init and now (see `clock_sync`).
     fn write_trace(
         &mut self,
         path: &std::path::Path,
@@ -50,10 +49,20 @@ impl Runtime {
         use crate::debug::output;
         let written = match &mut self.observability_comm {
             Some(comm) if self.info.num_nodes > 1 => {
-                comm.collective_barrier()?;
-                let local = output::trace_part(log, log.now_us());
+                let at_end = clock_sync::measure(comm.as_mut(), self.started)?;
+                let local = output::trace_part(log);
                 match comm.collective_gather_bytes(crate::types::NodeId(0), &local)? {
-                    Some(parts) => output::write_merged_trace(path, &parts)?,
+                    Some(parts) => {
+                        let clocks: Vec<_> = match (&self.clock_at_init, &at_end) {
+                            (Some(init), Some(end)) => init
+                                .iter()
+                                .zip(end)
+                                .map(|(&a, &b)| clock_sync::clock_map(a, b))
+                                .collect(),
+                            _ => Vec::new(),
+                        };
+                        output::write_merged_trace(path, &parts, &clocks)?
+                    }
                     None => return Ok(()),
                 }
             }

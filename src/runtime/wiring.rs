@@ -9,7 +9,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 
 use super::config::Config;
-use super::devices;
+use super::{clock_sync, devices};
 use crate::backend::system_info::SystemInfo;
 use crate::comm::Communicator;
 use crate::command::{CommandGraphGenerator, CommandPolicies};
@@ -170,6 +170,7 @@ pub(super) fn start_executor(
 ) -> Result<StartedExecutor> {
     let tracing_on = config.trace_file.is_some();
     let mut observability_comm = None;
+    let mut clock_at_init = None;
     let mut started = started;
     let executor = match execution {
         devices::Execution::Live {
@@ -181,10 +182,11 @@ pub(super) fn start_executor(
                 // Collective: every node runs with the same `print_graphs` and `trace_file`.
                 let mut comm = communicator.collective_clone()?;
                 if gather_traces {
-                    // The clock offset at init: every node's trace counts from the moment all
-                    // nodes left this barrier.
+                    // Every node's trace counts from about the moment all nodes left this
+                    // barrier; node 0 then measures how far each clock is off its own.
                     comm.collective_barrier()?;
                     started = Instant::now();
+                    clock_at_init = clock_sync::measure(comm.as_mut(), started)?;
                 }
                 observability_comm = Some(comm);
             }
@@ -201,6 +203,7 @@ pub(super) fn start_executor(
         executor,
         observability_comm,
         started,
+        clock_at_init,
     })
 }
 
@@ -210,6 +213,8 @@ pub(super) struct StartedExecutor {
     pub(super) observability_comm: Option<Box<dyn Communicator>>,
     /// The trace's time origin.
     pub(super) started: Instant,
+    /// Node 0 of a traced multi-node run: the clocks at init.
+    pub(super) clock_at_init: Option<Vec<clock_sync::ClockSample>>,
 }
 
 /// Builds this node's command and instruction graph generators and starts the scheduler

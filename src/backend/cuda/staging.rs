@@ -14,7 +14,7 @@ use std::ffi::c_void;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 
-use super::super::parallel_copy;
+use super::super::parallel_copy::{self, Stores};
 use super::super::pinned_pool::{PinnedAllocator, PinnedPool};
 use super::check;
 use crate::error::Result;
@@ -26,6 +26,20 @@ pub(super) const CHUNK_BYTES: usize = 64 << 20;
 const SLOTS: usize = 4;
 /// Contiguous copies shorter than this use the driver's pageable path directly.
 pub(super) const STAGING_THRESHOLD: usize = 4 << 20;
+
+/// Allocates the slots of one full-speed staged copy into `pool`'s cache (a copy of 1 GiB
+/// otherwise pays their page-locking, about 100 ms on the H200 host, on its first use).
+pub(super) fn prewarm_slots<A: PinnedAllocator>(pool: &Mutex<PinnedPool<A>>) {
+    // One block per lock, so that copies classifying their ends meanwhile wait for one
+    // allocation at most.
+    let slots: Vec<usize> = (0..SLOTS)
+        .map_while(|_| pool.lock().acquire(CHUNK_BYTES))
+        .collect();
+    let mut pool = pool.lock();
+    for slot in slots {
+        pool.release(slot);
+    }
+}
 
 /// Which way a staged copy goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,7 +172,14 @@ impl Staging {
             }
             // SAFETY: the slot holds `chunk` pinned bytes no DMA uses any more (its event
             // completed); the host range is the caller's.
-            unsafe { parallel_copy::copy(self.slots[k] as *mut u8, self.host.add(offset), bytes) };
+            unsafe {
+                parallel_copy::copy_with(
+                    self.slots[k] as *mut u8,
+                    self.host.add(offset),
+                    bytes,
+                    Stores::Streaming,
+                )
+            };
             // SAFETY: pinned source, device destination within the caller's range.
             check("cuMemcpyHtoDAsync", unsafe {
                 sys::cuMemcpyHtoDAsync_v2(
@@ -205,7 +226,12 @@ impl Staging {
             // SAFETY: the slot holds this chunk (its DMA completed); the host range is the
             // caller's.
             unsafe {
-                parallel_copy::copy(self.host.add(offset), self.slots[k] as *const u8, bytes)
+                parallel_copy::copy_with(
+                    self.host.add(offset),
+                    self.slots[k] as *const u8,
+                    bytes,
+                    Stores::Streaming,
+                )
             };
             if i + slots < pieces {
                 self.issue_download(i + slots)?;

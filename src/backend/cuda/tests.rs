@@ -3,6 +3,7 @@
 //! that exports `celerity_test_scale(float* data, size_t n, float factor, void* stream)` (see
 //! docs/gpu.md), to check that runtime-API launches work on the backend's streams.
 
+use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::*;
@@ -379,4 +380,72 @@ fn host_allocations_beyond_the_pinned_limit_are_pageable_and_still_copy() {
         wait(&mut backend, &free).unwrap();
     }
     assert!(backend.pageable.lock().is_empty());
+}
+
+#[test]
+fn kernels_write_bounds_records_in_device_memory_that_come_back_after_the_chunk() {
+    let Some(mut backend) = backend_or_skip(
+        "kernels_write_bounds_records_in_device_memory_that_come_back_after_the_chunk",
+    ) else {
+        return;
+    };
+    let device = DeviceId(0);
+    let device_memory = backend.system_info().native_memory(device);
+    let on_device = allocate(&mut backend, device_memory, 64 * 4);
+    let records = backend
+        .device_bounds_records(2)
+        .unwrap()
+        .expect("CUDA records");
+    let mut inv = invocation(device, on_device, 64);
+    inv.accessors.push(inv.accessors[0]);
+    for (i, accessor) in inv.accessors.iter_mut().enumerate() {
+        accessor.bounds = records.pointer(i);
+    }
+    let host_records: Vec<usize> = inv.accessors.iter().map(|a| a.bounds.0 as usize).collect();
+    // What device code does on an out-of-bounds access, written with the driver: accessor 1's
+    // record gets count 3 and the box [-1, 70) in dimension 0.
+    let launcher: Launcher = Arc::new(move |inv: &KernelInvocation, env: &LaunchEnvironment| {
+        let stream = env.stream as sys::CUstream;
+        for (accessor, &host) in inv.accessors.iter().zip(&host_records) {
+            let device_record = accessor.bounds.0 as usize;
+            if device_record == host {
+                return Err(Error::internal("the kernel sees the host record"));
+            }
+            let mut memory_type: u32 = 0;
+            // SAFETY: a valid out-pointer; any address may be queried.
+            check("cuPointerGetAttribute", unsafe {
+                sys::cuPointerGetAttribute(
+                    (&mut memory_type as *mut u32).cast(),
+                    sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                    device_record as sys::CUdeviceptr,
+                )
+            })?;
+            if memory_type != sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 {
+                return Err(Error::internal("the record is not in device memory"));
+            }
+        }
+        let values: [i64; 7] = [3, -1, 0, 0, 69, 0, 0];
+        // SAFETY: accessor 1's device record starts with count, min[3], max[3] (i64 each); the
+        // upload before the launch is ordered before this copy on the stream, and `values`
+        // stays alive because a copy from pageable memory returns once the bytes are staged.
+        check("cuMemcpyHtoDAsync", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(
+                inv.accessors[1].bounds.0 as sys::CUdeviceptr,
+                values.as_ptr().cast(),
+                std::mem::size_of_val(&values),
+                stream,
+            )
+        })
+    });
+    let event = backend.enqueue_device_kernel(device, 0, launcher, inv);
+    wait(&mut backend, &event).unwrap();
+    let violations = records.violations();
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert_eq!(violations[0].0, 1);
+    assert_eq!(violations[0].1.count, 3);
+    assert_eq!(violations[0].1.display(1), "[-1,70)");
+    drop(records);
+    // SAFETY: the allocation is live and unused.
+    let event = unsafe { backend.enqueue_free(device_memory, on_device) };
+    wait(&mut backend, &event).unwrap();
 }

@@ -492,6 +492,7 @@ proptest! {
                 dense.values[i] = *v;
             }
             rm.check_invariants();
+            rm.check_merge_partner_scan();
         }
         check_query(&rm, &dense, &queries);
         check_query(&rm, &dense, &[GridBox::full_range(Range(extent))]);
@@ -514,6 +515,54 @@ proptest! {
         }
         check_query(&rm, &dense, &queries);
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+
+    /// Read-modify-write updates (`update_box_with`) mixed with plain ones keep every point's
+    /// value and the tiling invariants.
+    #[test]
+    fn update_with_answers_like_a_dense_array(
+        (extent, updates, queries) in arb_dims().prop_flat_map(|e| (
+            Just(e),
+            prop::collection::vec((arb_box(e), 0u8..3, any::<bool>()), 0..24),
+            prop::collection::vec(arb_box(e), 1..4),
+        ))
+    ) {
+        let mut rm = RegionMap::new(Range(extent), 0u8);
+        let mut dense = Dense { extent, values: vec![0; extent.iter().product()] };
+        for (b, v, read_modify_write) in &updates {
+            let new = |old: u8| if *read_modify_write { (old + v) % 4 } else { *v };
+            if *read_modify_write {
+                rm.update_box_with(b, |old| new(*old));
+            } else {
+                rm.update_box(b, *v);
+            }
+            for p in points_of(b) {
+                let i = (p[0] * extent[1] + p[1]) * extent[2] + p[2];
+                dense.values[i] = new(dense.values[i]);
+            }
+            rm.check_invariants();
+        }
+        check_query(&rm, &dense, &queries);
+        for p in crate::grid::test_util::PointSet::new(extent).points() {
+            prop_assert_eq!(rm.get_point(&p), Some(&dense.at(p)));
+        }
+    }
+}
+
+#[test]
+fn update_with_leaves_unchanged_entries_alone() {
+    let mut rm = RegionMap::new(Range::new(8, 8, 1), 0u8);
+    rm.update_box(&b2([0, 0], [4, 8]), 1);
+    assert_eq!(rm.len(), 2);
+    // the new value equals the old one on the left half: nothing is cut there
+    rm.update_box_with(&b2([2, 0], [6, 8]), |v| (*v).max(1));
+    assert_eq!(rm.len(), 2);
+    assert_eq!(rm.get_box_values(&b2([0, 0], [8, 8])).len(), 2);
+    assert_eq!(rm.get_point(&[5, 0, 0]), Some(&1));
+    assert_eq!(rm.get_point(&[6, 0, 0]), Some(&0));
 }
 
 #[test]

@@ -133,6 +133,43 @@ fn buffer_fences_export_data_to_user_memory() {
 }
 
 #[test]
+fn fences_copy_straight_out_of_device_memory_where_user_memory_is_its_copy_peer() {
+    // One device holds the box: one copy device → user, no host allocation. Two devices each
+    // hold half: no single source, so the host-memory path stays.
+    for (devices, direct) in [(1, true), (2, false)] {
+        let mut ctx = Ctx::builder()
+            .devices(devices)
+            .user_memory_peers(true)
+            .build();
+        let buf = ctx.buffer(&[256], false);
+        ctx.device(
+            &[256],
+            CommandGroup::new().discard_write(buf, RangeMapper::OneToOne),
+        );
+        let (_, user) = ctx.fence_buffer(buf, None);
+        let fence = ctx.select(|k| matches!(k, InstructionKind::Fence { .. }))[0];
+        let export = ctx.get(fence.instruction.dependencies()[0]);
+        let InstructionKind::Copy { source, dest, .. } = export.kind() else {
+            panic!("fence after a copy")
+        };
+        assert_eq!(*dest, user);
+        let host_allocs = ctx
+            .select(is_alloc)
+            .iter()
+            .filter(|a| alloc_info(a).0 == MemoryId::HOST)
+            .count();
+        if direct {
+            assert_eq!(source.memory(), mem(2), "from the device memory");
+            assert_eq!(host_allocs, 0);
+            assert!(export.depends_on(ctx.select(is_kernel)[0].id()));
+        } else {
+            assert_eq!(source.memory(), MemoryId::HOST);
+            assert_eq!(host_allocs, 1);
+        }
+    }
+}
+
+#[test]
 fn empty_buffer_fences_depend_on_the_epoch() {
     let mut ctx = Ctx::new(1);
     let buf = ctx.buffer(&[256], false);

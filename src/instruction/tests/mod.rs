@@ -66,6 +66,7 @@ pub(crate) struct CtxBuilder {
     local: u64,
     devices: usize,
     peer_copies: bool,
+    user_memory_peers: bool,
     horizon_step: u32,
     policies: Policies,
     lookahead: Lookahead,
@@ -86,6 +87,11 @@ impl CtxBuilder {
     }
     pub fn peer_copies(mut self, on: bool) -> Self {
         self.peer_copies = on;
+        self
+    }
+    /// User memory copies to and from every device directly (as on the CUDA backend).
+    pub fn user_memory_peers(mut self, on: bool) -> Self {
+        self.user_memory_peers = on;
         self
     }
     pub fn horizon_step(mut self, step: u32) -> Self {
@@ -120,7 +126,10 @@ impl CtxBuilder {
             },
         )
         .unwrap();
-        let system = SystemInfo::with_devices(self.devices, self.peer_copies).unwrap();
+        let mut system = SystemInfo::with_devices(self.devices, self.peer_copies).unwrap();
+        if self.user_memory_peers {
+            system.connect_user_memory_to_devices();
+        }
         let iggen = InstructionGraphGenerator::new(
             system,
             NodeId(self.local),
@@ -162,6 +171,7 @@ impl Ctx {
             local: 0,
             devices: 1,
             peer_copies: true,
+            user_memory_peers: false,
             horizon_step: 4,
             policies: strict(),
             lookahead: Lookahead::None,

@@ -452,13 +452,11 @@ fn two_nodes_traces_share_one_timeline_in_one_file() {
         trace_file: Some(path.clone()),
         ..base_config()
     };
-    // Node 1 starts 300 ms after node 0: without the alignment at init its timestamps would run
-    // 300 ms behind, and its receive would seem to end long before node 0's send began. A send's
-    // slice ends when its own executor retires it, which may be after the receiver finished, so
-    // causality is checked from the send's start, within the alignment's precision: the skew
-    // with which the threads leave the init barrier (microseconds on an idle machine, up to a
-    // few milliseconds on a loaded one).
-    const PRECISION_US: f64 = 5000.0;
+    // Node 1 starts 300 ms after node 0: without the alignment its timestamps would run 300 ms
+    // behind, and its receive would seem to end long before node 0's send began. With it, each
+    // send (which completes when its payload is handed over) ends before the matching receive
+    // ends on the other node, on one timeline known to within the uncertainty the runtime
+    // measured and wrote into the file (the bracket of its clock-offset measurement).
     let threads: Vec<_> = fabric(2)
         .into_iter()
         .map(|comm| {
@@ -476,6 +474,15 @@ fn two_nodes_traces_share_one_timeline_in_one_file() {
     for thread in threads {
         thread.join().unwrap();
     }
+    let document: serde_json::Value = serde_json::from_str(&read(&path)).unwrap();
+    let uncertainty: Vec<f64> = document["otherData"]["clock_uncertainty_us"]
+        .as_array()
+        .expect("the merged trace records its clock alignment")
+        .iter()
+        .map(|u| u.as_f64().unwrap())
+        .collect();
+    assert_eq!(uncertainty.len(), 2);
+    assert_eq!(uncertainty[0], 0.0, "node 0's timeline is the reference");
     let all = events(&path);
     check_trace_event_format(&all);
     let time_of = |pid: u64, cat: &str, ph: &str| {
@@ -488,11 +495,16 @@ fn two_nodes_traces_share_one_timeline_in_one_file() {
         times[0]
     };
     for (sender, receiver) in [(0, 1), (1, 0)] {
-        let send = time_of(sender, "send", "b");
-        let receive = time_of(receiver, "receive", "e");
+        let send_end = time_of(sender, "send", "e");
+        let receive_end = time_of(receiver, "receive", "e");
+        let precision = uncertainty[sender as usize] + uncertainty[receiver as usize];
+        println!(
+            "N{sender}'s send ends {:.1} us before N{receiver}'s receive ends; alignment ± {precision:.1} us",
+            receive_end - send_end
+        );
         assert!(
-            send <= receive + PRECISION_US,
-            "N{sender}'s send begins at {send} us, after N{receiver}'s receive ended ({receive} us)"
+            send_end <= receive_end + precision,
+            "N{sender}'s send ends at {send_end} us, after N{receiver}'s receive ended ({receive_end} us; alignment ± {precision} us)"
         );
     }
 }
