@@ -213,6 +213,16 @@ impl Backend for HostBackend {
         Ok(())
     }
 
+    fn begin_submissions(&mut self) {
+        self.host_lanes.hold_wakeups();
+        self.device_lanes.iter_mut().for_each(Lanes::hold_wakeups);
+    }
+
+    fn end_submissions(&mut self) {
+        self.host_lanes.wake();
+        self.device_lanes.iter_mut().for_each(Lanes::wake);
+    }
+
     fn check_async_errors(&mut self) -> Result<()> {
         Ok(())
     }

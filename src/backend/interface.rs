@@ -158,6 +158,14 @@ pub trait Backend: Send {
     /// Never blocks; the executor calls it on every loop iteration.
     fn poll(&mut self) -> Result<()>;
 
+    /// The executor starts handing over every instruction that became ready in one pass: until
+    /// [`Self::end_submissions`] the backend may hold back waking its worker threads.
+    fn begin_submissions(&mut self) {}
+
+    /// The pass of [`Self::begin_submissions`] is over: every worker thread that received work
+    /// must run it now.
+    fn end_submissions(&mut self) {}
+
     /// Errors that happened outside any event (e.g. a CUDA context fault).
     fn check_async_errors(&mut self) -> Result<()>;
 }

@@ -1,14 +1,24 @@
 //! An in-order worker thread: jobs run one after another on a named thread, each completing an
 //! [`AsyncEvent`]. Host lanes, emulated devices and the allocation queue are thread queues.
 //!
+//! Protocol: jobs go into a locked inbox that the thread empties in one swap and then runs in
+//! order. An idle thread announces that it sleeps before it parks (and looks at the inbox once
+//! more after announcing), so a submitter pays for a wake-up (a futex call) only when the thread
+//! really sleeps. A queue may hold its wake-ups back ([`ThreadQueue::submit_held`]) until
+//! [`ThreadQueue::wake`]: the executor hands a lane every instruction that became ready in one
+//! pass and wakes it once, instead of once per instruction.
+//!
 //! A job that panics completes its event with an internal error naming the thread and the
 //! panic; the thread keeps serving later jobs. Dropping the queue lets queued jobs finish, then
 //! joins the thread.
 
+use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Sender, unbounded};
+use parking_lot::Mutex;
 
 use super::event::{AsyncEvent, Completion, EventCompleter};
 use crate::error::{Error, Result};
@@ -16,37 +26,72 @@ use crate::thread_guard::panic_message;
 
 type Job = Box<dyn FnOnce() -> Result<Completion> + Send>;
 
+/// What the submitting side and the worker share.
+#[derive(Default)]
+struct Inbox {
+    jobs: Mutex<VecDeque<(Job, EventCompleter)>>,
+    /// The worker found the inbox empty and parks (or is about to): a submitter must unpark it.
+    sleeping: AtomicBool,
+    /// No more jobs come: the worker ends once the inbox is empty.
+    closed: AtomicBool,
+}
+
+impl Inbox {
+    /// The worker's loop: runs every job in submission order until the queue is dropped.
+    fn serve(&self, thread_name: &str) {
+        let mut batch = VecDeque::new();
+        loop {
+            std::mem::swap(&mut *self.jobs.lock(), &mut batch);
+            if batch.is_empty() {
+                if self.closed.load(Ordering::SeqCst) {
+                    return;
+                }
+                // Announce first, then look once more: a job pushed after that look finds
+                // `sleeping` set and unparks this thread (the inbox lock orders the two).
+                self.sleeping.store(true, Ordering::SeqCst);
+                if self.jobs.lock().is_empty() && !self.closed.load(Ordering::SeqCst) {
+                    std::thread::park();
+                }
+                self.sleeping.store(false, Ordering::SeqCst);
+                continue;
+            }
+            for (job, completer) in batch.drain(..) {
+                let outcome = catch_unwind(AssertUnwindSafe(job)).unwrap_or_else(|payload| {
+                    let message = panic_message(payload.as_ref());
+                    Err(Error::internal(format!(
+                        "panic on thread {thread_name}: {message}"
+                    )))
+                });
+                completer.complete(outcome);
+            }
+        }
+    }
+}
+
 /// An in-order job queue served by one thread.
 pub struct ThreadQueue {
     name: String,
-    sender: Option<Sender<(Job, EventCompleter)>>,
+    inbox: Arc<Inbox>,
     thread: Option<JoinHandle<()>>,
+    /// Jobs were submitted with their wake-up held back since the last [`Self::wake`].
+    held: bool,
 }
 
 impl ThreadQueue {
     /// Starts the thread `name` (visible in debuggers and profilers).
     pub fn new(name: impl Into<String>) -> Result<Self> {
         let name = name.into();
-        let (sender, receiver) = unbounded::<(Job, EventCompleter)>();
-        let thread_name = name.clone();
+        let inbox = Arc::new(Inbox::default());
+        let (worker_inbox, thread_name) = (inbox.clone(), name.clone());
         let thread = std::thread::Builder::new()
             .name(name.clone())
-            .spawn(move || {
-                for (job, completer) in receiver {
-                    let outcome = catch_unwind(AssertUnwindSafe(job)).unwrap_or_else(|payload| {
-                        let message = panic_message(payload.as_ref());
-                        Err(Error::internal(format!(
-                            "panic on thread {thread_name}: {message}"
-                        )))
-                    });
-                    completer.complete(outcome);
-                }
-            })
+            .spawn(move || worker_inbox.serve(&thread_name))
             .map_err(|e| Error::internal(format!("cannot start thread {name}: {e}")))?;
         Ok(Self {
             name,
-            sender: Some(sender),
+            inbox,
             thread: Some(thread),
+            held: false,
         })
     }
 
@@ -57,19 +102,47 @@ impl ThreadQueue {
 
     /// Queues `job` behind every job submitted before it.
     pub fn submit(&self, job: impl FnOnce() -> Result<Completion> + Send + 'static) -> AsyncEvent {
-        let (event, completer) = AsyncEvent::pending();
-        if let Some(sender) = &self.sender {
-            // A send only fails once the thread is gone; the completer's drop then reports it.
-            let _ = sender.send((Box::new(job), completer));
-        }
+        let event = self.push(Box::new(job));
+        self.unpark_if_sleeping();
         event
+    }
+
+    /// Like [`Self::submit`], but a sleeping thread is only woken by the next [`Self::wake`].
+    pub fn submit_held(
+        &mut self,
+        job: impl FnOnce() -> Result<Completion> + Send + 'static,
+    ) -> AsyncEvent {
+        self.held = true;
+        self.push(Box::new(job))
+    }
+
+    /// Wakes the thread for the jobs of [`Self::submit_held`] since the last call, if it sleeps.
+    pub fn wake(&mut self) {
+        if std::mem::take(&mut self.held) {
+            self.unpark_if_sleeping();
+        }
+    }
+
+    fn push(&self, job: Job) -> AsyncEvent {
+        let (event, completer) = AsyncEvent::pending();
+        self.inbox.jobs.lock().push_back((job, completer));
+        event
+    }
+
+    fn unpark_if_sleeping(&self) {
+        if self.inbox.sleeping.load(Ordering::SeqCst)
+            && let Some(thread) = &self.thread
+        {
+            thread.thread().unpark();
+        }
     }
 }
 
 impl Drop for ThreadQueue {
     fn drop(&mut self) {
-        self.sender.take();
+        self.inbox.closed.store(true, Ordering::SeqCst);
         if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
             let _ = thread.join();
         }
     }
@@ -80,6 +153,8 @@ impl Drop for ThreadQueue {
 pub(crate) struct Lanes {
     prefix: String,
     lanes: Vec<ThreadQueue>,
+    /// Submissions hold their wake-ups until [`Self::wake`] (see [`Self::hold_wakeups`]).
+    holding: bool,
 }
 
 impl Lanes {
@@ -88,7 +163,20 @@ impl Lanes {
         Self {
             prefix: prefix.into(),
             lanes: Vec::new(),
+            holding: false,
         }
+    }
+
+    /// From now on submissions wake their lane only at the next [`Self::wake`].
+    pub(crate) fn hold_wakeups(&mut self) {
+        self.holding = true;
+    }
+
+    /// Wakes every lane that received work since the last call and submits with immediate
+    /// wake-ups again.
+    pub(crate) fn wake(&mut self) {
+        self.holding = false;
+        self.lanes.iter_mut().for_each(ThreadQueue::wake);
     }
 
     /// Queues `job` on lane `index` (creating lanes up to it); a lane that cannot be started
@@ -104,7 +192,12 @@ impl Lanes {
                 Err(error) => return AsyncEvent::ready(Err(error)),
             }
         }
-        self.lanes[index].submit(job)
+        let lane = &mut self.lanes[index];
+        if self.holding {
+            lane.submit_held(job)
+        } else {
+            lane.submit(job)
+        }
     }
 }
 
@@ -174,5 +267,28 @@ mod tests {
             }
         }
         assert_eq!(counter.load(Ordering::SeqCst), 10);
+    }
+
+    #[test]
+    fn held_jobs_run_once_the_lane_is_woken() {
+        let mut lanes = Lanes::new("celerity-test-held");
+        let first = lanes.submit(0, || Ok(Completion::Done));
+        wait(&first);
+        // Let the lane fall asleep, then hand it two jobs with one wake-up.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        lanes.hold_wakeups();
+        let counter = Arc::new(AtomicUsize::new(0));
+        let events: Vec<_> = (0..2)
+            .map(|_| {
+                let c = counter.clone();
+                lanes.submit(0, move || {
+                    c.fetch_add(1, Ordering::SeqCst);
+                    Ok(Completion::Done)
+                })
+            })
+            .collect();
+        lanes.wake();
+        events.iter().for_each(wait);
+        assert_eq!(counter.load(Ordering::SeqCst), 2);
     }
 }

@@ -3,21 +3,24 @@
 //! (so pruning and `wait` work), fences are fulfilled without data (with a warning) and owned host
 //! objects are destroyed at their last use; everything else is dropped.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
 
 use super::interface::{ExecutorDelegate, ExecutorMessage};
 use crate::error::Result;
-use crate::instruction::InstructionKind;
+use crate::instruction::{Instruction, InstructionKind};
 use crate::task::EpochAction;
 use crate::types::{HostObjectId, IdMap};
 use crate::user_objects::HostObjectInstance;
 
-/// Runs the dry-run loop until the shutdown epoch arrives.
+/// Runs the dry-run loop until the shutdown epoch arrives. `unprocessed` holds the rest of the
+/// batch being processed, so that after a panic its fences and epochs can still be failed.
 pub(super) fn run(
     receiver: Receiver<ExecutorMessage>,
     delegate: Arc<dyn ExecutorDelegate>,
+    unprocessed: &mut VecDeque<Arc<Instruction>>,
 ) -> Result<()> {
     let mut host_objects: IdMap<HostObjectId, HostObjectInstance> = IdMap::default();
     let mut warned_about_fences = false;
@@ -28,12 +31,15 @@ pub(super) fn run(
             }
             continue;
         };
-        for instruction in instructions {
+        unprocessed.extend(instructions);
+        while !unprocessed.is_empty() {
+            // The instruction stays in `unprocessed` while it may panic.
             #[cfg(test)]
             crate::thread_guard::inject_panic(
                 "executor",
-                instruction.kind().task().and_then(|t| t.name()),
+                unprocessed[0].kind().task().and_then(|t| t.name()),
             );
+            let instruction = unprocessed.pop_front().expect("non-empty");
             match instruction.kind() {
                 InstructionKind::Horizon { task, .. } => delegate.horizon_reached(*task),
                 InstructionKind::Epoch { task, action, .. } => {

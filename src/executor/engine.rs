@@ -17,7 +17,8 @@
 //! that lane: the lane's in-order semantics fulfil the dependencies and launch latency is hidden.
 //! If another instruction is queued on that lane first, eager assignment is abandoned for good and
 //! the instruction waits for its predecessors to complete. Lanes are reused when idle and created
-//! on demand otherwise. Completions may be reported in any order.
+//! on demand otherwise, device lanes up to [`MAX_DEVICE_LANES`] per device (then the least busy
+//! one takes the instruction). Completions may be reported in any order.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -25,6 +26,11 @@ use std::collections::BinaryHeap;
 use smallvec::SmallVec;
 
 use crate::types::{DeviceId, IdMap, IdSet, InstructionId};
+
+/// Most lanes (CUDA streams, or threads of an emulated device) the engine opens per device:
+/// enough for independent kernels to overlap, few enough that a burst of short kernels neither
+/// opens a stream per kernel nor pays a stream wait or thread wake-up per lane.
+pub const MAX_DEVICE_LANES: usize = 4;
 
 /// Where an instruction executes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -189,15 +195,22 @@ impl OutOfOrderEngine {
         }
     }
 
+    /// An idle lane; else a new one, up to [`MAX_DEVICE_LANES`] per device, beyond which the
+    /// device lane with the least work in flight (the lowest such index). Host lanes are not
+    /// bounded: a host task may block until its peers on other nodes run theirs (collective
+    /// host tasks), which a shared in-order lane could turn into a deadlock.
     fn free_lane(&mut self, target: Target, device: Option<DeviceId>) -> usize {
         let lanes = self.lanes(target, device);
-        match lanes.iter().position(|lane| lane.in_flight == 0) {
-            Some(index) => index,
-            None => {
-                lanes.push(Lane::default());
-                lanes.len() - 1
-            }
+        if let Some(index) = lanes.iter().position(|lane| lane.in_flight == 0) {
+            return index;
         }
+        if target == Target::DeviceQueue && lanes.len() >= MAX_DEVICE_LANES {
+            return (0..lanes.len())
+                .min_by_key(|&index| lanes[index].in_flight)
+                .expect("at least one lane");
+        }
+        lanes.push(Lane::default());
+        lanes.len() - 1
     }
 
     /// Moves `id` towards the assignment queue after a submission, completion or assignment of

@@ -6,18 +6,17 @@
 //! fence and epoch it knows or receives later, until the shutdown epoch, so that the program's
 //! next `wait` returns the error instead of waiting forever.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use super::interface::{ExecutorConfig, ExecutorDelegate, ExecutorMessage};
-use super::live::Executor;
+use super::live::{Executor, fail_fence_or_epoch};
 use crate::backend::interface::Backend;
 use crate::comm::Communicator;
 use crate::error::{Error, Result};
-use crate::instruction::InstructionKind;
-use crate::task::EpochAction;
 use crate::thread_guard::guarded;
 
 /// The thread's role, as panic reports name it.
@@ -47,8 +46,9 @@ impl ExecutorHandle {
                 match guarded(ROLE, || executor.run()) {
                     Ok(outcome) => outcome,
                     Err(panic) => fail_after_panic(&drain, delegate.as_ref(), panic, |panic| {
-                        executor.fail_pending(panic);
+                        let shutdown_held = executor.fail_pending(panic);
                         drop(executor);
+                        shutdown_held
                     }),
                 }
             })
@@ -66,9 +66,17 @@ impl ExecutorHandle {
             .name("celerity-executor".into())
             .spawn(move || {
                 let drain = receiver.clone();
-                guarded(ROLE, || super::dry_run::run(receiver, delegate.clone())).unwrap_or_else(
-                    |panic| fail_after_panic(&drain, delegate.as_ref(), panic, |_| {}),
-                )
+                let mut unprocessed = VecDeque::new();
+                guarded(ROLE, || {
+                    super::dry_run::run(receiver, delegate.clone(), &mut unprocessed)
+                })
+                .unwrap_or_else(|panic| {
+                    fail_after_panic(&drain, delegate.as_ref(), panic, |panic| {
+                        unprocessed
+                            .iter()
+                            .any(|instruction| fail_fence_or_epoch(instruction, panic))
+                    })
+                })
             })
             .map_err(|e| Error::internal(format!("cannot start the executor thread: {e}")))?;
         Ok(Self {
@@ -111,17 +119,19 @@ impl ExecutorHandle {
 }
 
 /// The executor panicked: reports `panic` once, fails what the executor already held
-/// (`fail_held`), then fails every fence and epoch that arrives until the shutdown epoch, an
-/// abort, or the runtime going away. Host objects and user memory that arrive are dropped (and so
-/// released) at once: nothing will use them.
+/// (`fail_held`, which tells whether the shutdown epoch was among it), then fails every fence and
+/// epoch that arrives until the shutdown epoch, an abort, or the runtime going away. Host objects
+/// and user memory that arrive are dropped (and so released) at once: nothing will use them.
 fn fail_after_panic(
     receiver: &Receiver<ExecutorMessage>,
     delegate: &dyn ExecutorDelegate,
     panic: Error,
-    fail_held: impl FnOnce(&Error),
+    fail_held: impl FnOnce(&Error) -> bool,
 ) -> Result<()> {
     delegate.async_error(panic.clone());
-    fail_held(&panic);
+    if fail_held(&panic) {
+        return Ok(());
+    }
     while let Ok(message) = receiver.recv() {
         let instructions = match message {
             ExecutorMessage::Submit(instructions, _pilots) => instructions,
@@ -129,17 +139,7 @@ fn fail_after_panic(
             _ => continue,
         };
         for instruction in instructions {
-            let (task, shutdown) = match instruction.kind() {
-                InstructionKind::Epoch { task, action, .. } => {
-                    (task, *action == EpochAction::Shutdown)
-                }
-                InstructionKind::Fence { task } => (task, false),
-                _ => continue,
-            };
-            if let Some(promise) = task.promise() {
-                promise.fulfill(Err(panic.clone()));
-            }
-            if shutdown {
+            if fail_fence_or_epoch(&instruction, &panic) {
                 return Ok(());
             }
         }

@@ -10,7 +10,8 @@
 //! 2. retire instructions whose events completed (recording new allocations), which may make
 //!    successors ready;
 //! 3. take new messages;
-//! 4. hand every assignable instruction (out-of-order engine) to its target.
+//! 4. hand every assignable instruction (out-of-order engine) to its target, holding the
+//!    backend's lane wake-ups until the pass is over (one wake-up per lane per pass).
 //!
 //! With nothing to do it parks; completions and submissions unpark it. Horizons and epochs are
 //! reported to the [`ExecutorDelegate`] on this thread (epochs before their promise is fulfilled,
@@ -44,8 +45,8 @@ use crate::grid::GridBox;
 use crate::instruction::{
     BufferAccessAllocation, Instruction, InstructionGarbage, InstructionKind,
 };
-use crate::task::Task;
 use crate::task::spmd::TaskDigest;
+use crate::task::{EpochAction, Task};
 use crate::types::{
     AllocationId, CollectiveGroupId, HostObjectId, IdMap, InstructionId, MemoryId, ReductionId,
     TaskId,
@@ -103,14 +104,17 @@ fn launcher_of(task: &Task) -> Result<Launcher> {
 }
 
 /// Fulfils the promise of a fence or epoch instruction with `error` (fail-stop: the instruction
-/// may wait for data a failed node never sends).
-fn fail_promise(instruction: &Instruction, error: &Error) {
-    if let InstructionKind::Fence { task } | InstructionKind::Epoch { task, .. } =
-        instruction.kind()
-        && let Some(promise) = task.promise()
-    {
+/// may wait for data a failed node never sends); true for the shutdown epoch.
+pub(super) fn fail_fence_or_epoch(instruction: &Instruction, error: &Error) -> bool {
+    let (task, shutdown) = match instruction.kind() {
+        InstructionKind::Epoch { task, action, .. } => (task, *action == EpochAction::Shutdown),
+        InstructionKind::Fence { task } => (task, false),
+        _ => return false,
+    };
+    if let Some(promise) = task.promise() {
         promise.fulfill(Err(error.clone()));
     }
+    shutdown
 }
 
 fn task_context(task: &Task) -> String {
@@ -172,10 +176,12 @@ impl Executor {
             }
             progressed |= self.retire_completed();
             progressed |= self.take_messages();
+            self.backend.begin_submissions();
             while let Some(assignment) = self.engine.assign_one() {
                 self.dispatch(assignment);
                 progressed = true;
             }
+            self.backend.end_submissions();
             if self.shutdown_reached && self.engine.is_idle() {
                 break;
             }
@@ -208,11 +214,14 @@ impl Executor {
         self.finish()
     }
 
-    /// After a panic: fails the promise of every fence and epoch the executor holds.
-    pub(super) fn fail_pending(&self, error: &Error) {
+    /// After a panic: fails the promise of every fence and epoch the executor holds; true if the
+    /// shutdown epoch is among them.
+    pub(super) fn fail_pending(&self, error: &Error) -> bool {
+        let mut shutdown_held = false;
         for instruction in self.instructions.values() {
-            fail_promise(instruction, error);
+            shutdown_held |= fail_fence_or_epoch(instruction, error);
         }
+        shutdown_held
     }
 
     /// At shutdown everything the executor allocated must have been freed.
@@ -262,7 +271,7 @@ impl Executor {
                 let system = self.backend.system_info();
                 for instruction in instructions {
                     if let Some(failure) = &self.failure {
-                        fail_promise(&instruction, failure);
+                        fail_fence_or_epoch(&instruction, failure);
                     }
                     self.engine
                         .submit(EngineInstruction::of(&instruction, system));
@@ -441,7 +450,7 @@ impl Executor {
     /// no caller waits for data a failed node may never send.
     fn fail_stop(&mut self, error: Error) {
         for instruction in self.instructions.values() {
-            fail_promise(instruction, &error);
+            fail_fence_or_epoch(instruction, &error);
         }
         self.failure = Some(error);
     }

@@ -20,6 +20,8 @@
 mod clock_sync;
 pub mod config;
 mod devices;
+mod observability;
+mod wiring;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,27 +29,21 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::backend::interface::Launcher;
-use crate::backend::system_info::SystemInfo;
 use crate::comm::Communicator;
-use crate::command::{CommandGraphGenerator, CommandPolicies};
-use crate::debug::trace::TraceLog;
 use crate::error::{Error, Result};
-use crate::executor::{ExecutorConfig, ExecutorDelegate, ExecutorHandle, ExecutorMessage};
+use crate::executor::{ExecutorHandle, ExecutorMessage};
 use crate::grid::{Range, Subrange};
-use crate::instruction::{Batch, InstructionGraphGenerator, InstructionRecorder, Policies};
-use crate::policy::ErrorPolicy;
-use crate::scheduler::{SchedulerEvent, SchedulerHandle, SchedulerOutput, SchedulerSink};
+use crate::scheduler::{SchedulerEvent, SchedulerHandle, SchedulerOutput};
 use crate::task::{
-    CommandGroup, EpochAction, EpochTracker, Task, TaskDelegate, TaskManager, TaskManagerConfig,
-    TaskPayload, TaskSpec,
+    CommandGroup, EpochAction, EpochTracker, TaskManager, TaskManagerConfig, TaskPayload, TaskSpec,
 };
 use crate::types::{
-    AllocationId, BufferId, CollectiveGroupId, HostObjectId, IdMap, MemoryId, NodeId, ReductionId,
-    TaskId,
+    AllocationId, BufferId, CollectiveGroupId, HostObjectId, IdMap, MemoryId, ReductionId, TaskId,
 };
 use crate::user_objects::{HostObjectInstance, Promise, Reducer, UserMemory};
 use config::{Config, Lookahead};
 pub use devices::BackendKind;
+use wiring::{ForwardTasks, Shared, SpmdWindows, StartedExecutor, start_executor, start_scheduler};
 
 /// What `celerity_runtime_get_info` reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,117 +58,6 @@ pub struct RuntimeInfo {
     pub backend: BackendKind,
     /// Whether this is a dry run.
     pub dry_run: bool,
-}
-
-/// State shared with the executor thread (its delegate) and the scheduler's sink.
-struct Shared {
-    errors: Mutex<Vec<Error>>,
-    epochs: Mutex<EpochTracker>,
-    scheduler: Mutex<Option<crossbeam_channel::Sender<SchedulerEvent>>>,
-    stall_reports: Mutex<Vec<String>>,
-    trace: Mutex<Option<TraceLog>>,
-    /// Buffer debug names, for the executor's messages.
-    buffer_names: Mutex<IdMap<BufferId, String>>,
-}
-
-impl ExecutorDelegate for Shared {
-    fn horizon_reached(&self, task: TaskId) {
-        if let Some(epoch) = self.epochs.lock().horizon_reached(task) {
-            self.notify_epoch(epoch);
-        }
-    }
-
-    fn epoch_reached(&self, task: TaskId) {
-        let epoch = self.epochs.lock().epoch_reached(task);
-        self.notify_epoch(epoch);
-    }
-
-    fn async_error(&self, error: Error) {
-        tracing::error!("{error}");
-        self.errors.lock().push(error);
-    }
-
-    fn record_error(&self, error: Error) {
-        tracing::debug!("{error}");
-        self.errors.lock().push(error);
-    }
-
-    fn buffer_name(&self, bid: BufferId) -> Option<String> {
-        self.buffer_names.lock().get(&bid).cloned()
-    }
-
-    fn stall_detected(&self, report: &str) {
-        self.stall_reports.lock().push(report.to_owned());
-    }
-
-    fn trace_finished(&self, trace: TraceLog) {
-        *self.trace.lock() = Some(trace);
-    }
-}
-
-impl Shared {
-    fn notify_epoch(&self, epoch: TaskId) {
-        if let Some(scheduler) = self.scheduler.lock().as_ref() {
-            let _ = scheduler.send(SchedulerEvent::EpochReached(epoch));
-        }
-    }
-}
-
-/// Forwards the scheduler's batches to the executor and its errors to the runtime.
-struct ExecutorSink {
-    executor: crossbeam_channel::Sender<ExecutorMessage>,
-    executor_thread: std::thread::Thread,
-    shared: Arc<Shared>,
-}
-
-impl SchedulerSink for ExecutorSink {
-    fn batch(&mut self, (instructions, pilots): Batch) {
-        let _ = self
-            .executor
-            .send(ExecutorMessage::Submit(instructions, pilots));
-        self.executor_thread.unpark();
-    }
-
-    fn error(&mut self, error: Error) {
-        self.shared.async_error(error);
-    }
-
-    fn abort(&mut self) {
-        let _ = self.executor.send(ExecutorMessage::Abort);
-        self.executor_thread.unpark();
-    }
-}
-
-/// Forwards every created task to the scheduler thread.
-struct ForwardTasks {
-    scheduler: crossbeam_channel::Sender<SchedulerEvent>,
-    spmd: Option<SpmdWindows>,
-}
-
-/// Collects the digests of created tasks and hands each comparison window (closed by a horizon
-/// or epoch) to the executor, which compares it with the other nodes' (`check_spmd`).
-struct SpmdWindows {
-    executor: crossbeam_channel::Sender<ExecutorMessage>,
-    executor_thread: std::thread::Thread,
-    window: Vec<crate::task::spmd::TaskDigest>,
-    next_window: u64,
-}
-
-impl TaskDelegate for ForwardTasks {
-    fn task_created(&mut self, task: &Arc<Task>) {
-        if let Some(spmd) = &mut self.spmd {
-            spmd.window.push(crate::task::spmd::digest(task));
-            if crate::task::spmd::is_sync_point(task) {
-                let window = std::mem::take(&mut spmd.window);
-                let _ = spmd
-                    .executor
-                    .send(ExecutorMessage::SpmdWindow(spmd.next_window, window));
-                spmd.executor_thread.unpark();
-                spmd.next_window += 1;
-            }
-        }
-        let _ = self.scheduler.send(SchedulerEvent::Task(task.clone()));
-    }
 }
 
 /// A buffer as the runtime knows it.
@@ -201,6 +86,8 @@ pub struct Runtime {
     next_host_object: u64,
     next_collective_group: u64,
     next_reduction: u64,
+    /// Operators of `register_reduction` not yet named by a submission.
+    registered_reducers: IdMap<ReductionId, Arc<dyn Reducer>>,
     next_user_allocation: u64,
     pruned_up_to: TaskId,
     live_host_objects: Vec<HostObjectId>,
@@ -351,6 +238,7 @@ impl Runtime {
             // The first user group id is the default group's, so created groups never share it.
             next_collective_group: CollectiveGroupId::FIRST_USER.0 + 1,
             next_reduction: 1,
+            registered_reducers: IdMap::default(),
             next_user_allocation: 1,
             pruned_up_to: TaskId::INIT_EPOCH,
             live_host_objects: Vec::new(),
@@ -554,12 +442,13 @@ impl Runtime {
         CollectiveGroupId::FIRST_USER
     }
 
-    /// Registers a reduction operator and returns its id for `CommandGroup::reduction`.
+    /// Registers a reduction operator and returns its id for `CommandGroup::reduction`. The
+    /// operator belongs to the next submission that names the id: it reaches the executor once
+    /// the task manager accepted that task, and is dropped if the submission is refused.
     pub fn register_reduction(&mut self, reducer: Arc<dyn Reducer>) -> Result<ReductionId> {
         self.check_usable()?;
         let id = self.reserve_reduction_id();
-        self.executor
-            .send(ExecutorMessage::TrackReducer(id, reducer));
+        self.registered_reducers.insert(id, reducer);
         Ok(id)
     }
 
@@ -570,7 +459,15 @@ impl Runtime {
         cg: CommandGroup,
         launcher: Launcher,
     ) -> Result<TaskId> {
-        self.submit_with_reducers(spec, cg, launcher, Vec::new())
+        let reducers = if self.registered_reducers.is_empty() {
+            Vec::new()
+        } else {
+            cg.reductions
+                .iter()
+                .filter_map(|r| Some((r.rid, self.registered_reducers.remove(&r.rid)?)))
+                .collect()
+        };
+        self.submit_with_reducers(spec, cg, launcher, reducers)
     }
 
     /// Reserves the id of a reduction whose operator is handed over with its submission
@@ -768,125 +665,6 @@ impl Runtime {
     pub fn stall_reports(&self) -> Vec<String> {
         self.shared.stall_reports.lock().clone()
     }
-
-    /// Writes the graphs (`print_graphs=on`) and the trace (`trace_file`) at shutdown.
-    fn write_observability(&mut self, output: Option<SchedulerOutput>) -> Result<()> {
-        let Some(output) = output else {
-            return Ok(());
-        };
-        let node = crate::types::NodeId(u64::from(self.info.node));
-        let graphs = if self.config.print_graphs {
-            self.print_graphs(&output, node)
-        } else {
-            Ok(())
-        };
-        let trace = match self.config.trace_file.clone() {
-            Some(path) => {
-                let mut log = self
-                    .shared
-                    .trace
-                    .lock()
-                    .take()
-                    .unwrap_or_else(|| TraceLog::new(node, self.started));
-                if let Some(scheduler) = output.trace {
-                    log.merge(scheduler);
-                }
-                self.write_trace(&path, &log, node)
-            }
-            None => Ok(()),
-        };
-        graphs.and(trace)
-    }
-
-    /// Writes the trace: alone, this node's file; with several nodes, node 0 gathers every
-    /// node's events onto one timeline in one file, mapping each node's clock with the offsets
-    /// measured at init and now (see `clock_sync`).
-    fn write_trace(
-        &mut self,
-        path: &std::path::Path,
-        log: &TraceLog,
-        node: crate::types::NodeId,
-    ) -> Result<()> {
-        use crate::debug::output;
-        let written = match &mut self.observability_comm {
-            Some(comm) if self.info.num_nodes > 1 => {
-                let at_end = clock_sync::measure(comm.as_mut(), self.started)?;
-                let local = output::trace_part(log);
-                match comm.collective_gather_bytes(crate::types::NodeId(0), &local)? {
-                    Some(parts) => {
-                        let clocks: Vec<_> = match (&self.clock_at_init, &at_end) {
-                            (Some(init), Some(end)) => init
-                                .iter()
-                                .zip(end)
-                                .map(|(&a, &b)| clock_sync::clock_map(a, b))
-                                .collect(),
-                            _ => Vec::new(),
-                        };
-                        output::write_merged_trace(path, &parts, &clocks)?
-                    }
-                    None => return Ok(()),
-                }
-            }
-            _ => output::write_trace(path, log, node)?,
-        };
-        tracing::info!("trace written to {}", written.display());
-        Ok(())
-    }
-
-    fn print_graphs(&mut self, output: &SchedulerOutput, node: crate::types::NodeId) -> Result<()> {
-        use crate::debug::output;
-        let (Some(commands), Some(instructions), Some(tasks)) = (
-            output.cdag.recorder(),
-            output.idag.recorder(),
-            self.task_manager.recorder(),
-        ) else {
-            return Err(Error::internal(
-                "print_graphs is on but a recorder is missing",
-            ));
-        };
-        // `graph_tasks` keeps large graphs readable: only the chosen tasks' records.
-        let filtered = self.config.graph_tasks.map(|(first, last)| {
-            let keep = move |task: TaskId| (first..=last).contains(&task.0);
-            (
-                tasks.filtered(keep),
-                commands.filtered(keep),
-                instructions.filtered(keep),
-            )
-        });
-        let (tasks, commands, instructions) = match &filtered {
-            Some((t, c, i)) => (t, c, i),
-            None => (tasks, commands, instructions),
-        };
-        let format = self.config.graph_format;
-        let local = output::command_graph_bytes(commands, format);
-        let gathered = match &mut self.observability_comm {
-            Some(comm) => comm.collective_gather_bytes(crate::types::NodeId(0), &local)?,
-            None => Some(vec![local]),
-        };
-        let Some(command_graphs) = gathered else {
-            // Every other node writes its own instruction graph next to node 0's files.
-            let path = output::write_instruction_graph(
-                &self.config.graph_dir,
-                format,
-                node,
-                tasks,
-                instructions,
-            )?;
-            tracing::info!("graphs written: {}", path.display());
-            return Ok(());
-        };
-        let paths = output::write_graphs(
-            &self.config.graph_dir,
-            format,
-            node,
-            tasks,
-            &command_graphs,
-            instructions,
-        )?;
-        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-        tracing::info!("graphs written: {}", names.join(", "));
-        Ok(())
-    }
 }
 
 impl Drop for Runtime {
@@ -895,115 +673,6 @@ impl Drop for Runtime {
             tracing::error!("shutdown: {error}");
         }
     }
-}
-
-/// Starts the live or dry-run executor thread; with `print_graphs`, or a trace of several
-/// nodes, also clones the communicator that gathers graphs and traces at shutdown (collective:
-/// every node has the same settings). Returns the trace's time origin: `started`, or with a
-/// trace of several nodes the moment all of them left a barrier.
-fn start_executor(
-    execution: devices::Execution,
-    config: &Config,
-    shared: Arc<Shared>,
-    (started, num_nodes): (Instant, usize),
-) -> Result<StartedExecutor> {
-    let tracing_on = config.trace_file.is_some();
-    let mut observability_comm = None;
-    let mut clock_at_init = None;
-    let mut started = started;
-    let executor = match execution {
-        devices::Execution::Live {
-            backend,
-            mut communicator,
-        } => {
-            let gather_traces = tracing_on && num_nodes > 1;
-            if config.print_graphs || gather_traces {
-                // Collective: every node runs with the same `print_graphs` and `trace_file`.
-                let mut comm = communicator.collective_clone()?;
-                if gather_traces {
-                    // Every node's trace counts from about the moment all nodes left this
-                    // barrier; node 0 then measures how far each clock is off its own.
-                    comm.collective_barrier()?;
-                    started = Instant::now();
-                    clock_at_init = clock_sync::measure(comm.as_mut(), started)?;
-                }
-                observability_comm = Some(comm);
-            }
-            let executor_config = ExecutorConfig {
-                stall_timeout: config.stall_timeout,
-                trace_epoch: tracing_on.then_some(started),
-                accessor_boundary_check: config.accessor_boundary_check,
-            };
-            ExecutorHandle::start(backend, communicator, shared, executor_config)?
-        }
-        devices::Execution::DryRun => ExecutorHandle::start_dry_run(shared)?,
-    };
-    Ok(StartedExecutor {
-        executor,
-        observability_comm,
-        started,
-        clock_at_init,
-    })
-}
-
-/// What `start_executor` hands back.
-struct StartedExecutor {
-    executor: ExecutorHandle,
-    observability_comm: Option<Box<dyn Communicator>>,
-    /// The trace's time origin.
-    started: Instant,
-    /// Node 0 of a traced multi-node run: the clocks at init.
-    clock_at_init: Option<Vec<clock_sync::ClockSample>>,
-}
-
-/// Builds this node's command and instruction graph generators and starts the scheduler
-/// thread, which hands its batches to `executor`.
-fn start_scheduler(
-    config: &Config,
-    system: &SystemInfo,
-    (node, num_nodes): (NodeId, usize),
-    executor: &ExecutorHandle,
-    shared: Arc<Shared>,
-    trace_epoch: Option<Instant>,
-) -> Result<SchedulerHandle> {
-    let mut cdag = CommandGraphGenerator::new(
-        num_nodes,
-        node,
-        // Uninitialised reads are reported once, by the task manager (it sees them first and the
-        // command and instruction levels would only repeat them).
-        CommandPolicies {
-            uninitialized_read: ErrorPolicy::Ignore,
-            overlapping_write: config.overlapping_write,
-        },
-    )?;
-    if config.print_graphs {
-        cdag.enable_recording();
-    }
-    let policies = Policies {
-        uninitialized_read: ErrorPolicy::Ignore,
-        overlapping_write: config.overlapping_write,
-        ..Policies::default()
-    };
-    let idag = InstructionGraphGenerator::new(
-        system.clone(),
-        node,
-        num_nodes,
-        policies,
-        config.print_graphs.then(InstructionRecorder::new),
-    );
-    let sink = ExecutorSink {
-        executor: executor.sender(),
-        executor_thread: executor.thread_handle(),
-        shared,
-    };
-    let scheduler_trace = trace_epoch.map(|started| TraceLog::new(node, started));
-    SchedulerHandle::start(
-        cdag,
-        idag,
-        config.lookahead,
-        Box::new(sink),
-        scheduler_trace,
-    )
 }
 
 #[cfg(test)]

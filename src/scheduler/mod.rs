@@ -12,6 +12,11 @@
 //! * a flush is forced: a fence or epoch command, an explicit flush, a lookahead change, or a
 //!   buffer / host-object destruction (which must follow the work queued before it).
 //!
+//! Batches go to the [`SchedulerSink`], which may hold them back until the scheduler has caught
+//! up with its input (before it blocks for the next event), after a fence or epoch, and at the
+//! end: the executor then takes several batches per wake-up while the program submits faster
+//! than they execute.
+//!
 //! Generation errors (e.g. an uninitialised read under policy `error`) are reported through the
 //! error sink and the offending task produces no work. The thread ends after it handed over the
 //! shutdown epoch's batch.
@@ -22,7 +27,7 @@ use std::thread::JoinHandle;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crossbeam_channel::{Receiver, Sender, unbounded};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 
 use crate::command::{CommandGraphGenerator, CommandKind, CommandRef};
 use crate::debug::json_string;
@@ -77,6 +82,10 @@ pub trait SchedulerSink: Send {
     /// The scheduler failed for good and will produce no shutdown epoch: the executor must stop
     /// once its in-flight work is done.
     fn abort(&mut self);
+    /// The scheduler has caught up with its input (or compiled a fence or epoch): batches the
+    /// sink held back must reach their consumer now. A sink may hold batches back until then,
+    /// to hand over several at once.
+    fn flush(&mut self) {}
 }
 
 /// What the scheduler thread hands back when it ends: its generators (whose recorders hold the
@@ -185,7 +194,7 @@ impl Scheduler {
         if let Some(trace) = &mut self.trace {
             trace.name_track(SCHEDULER_TRACK, "scheduler");
         }
-        while let Ok(event) = receiver.recv() {
+        while let Some(event) = self.next_event(&receiver) {
             let task = match &event {
                 SchedulerEvent::Task(task) => Some(task.clone()),
                 _ => None,
@@ -209,10 +218,24 @@ impl Scheduler {
                 break;
             }
         }
+        self.sink.flush();
         SchedulerOutput {
             cdag: self.cdag,
             idag: self.idag,
             trace: self.trace,
+        }
+    }
+
+    /// The next event; before blocking for it, the sink hands over what it holds (the
+    /// application thread is slower than this one, or waits).
+    fn next_event(&mut self, receiver: &Receiver<SchedulerEvent>) -> Option<SchedulerEvent> {
+        match receiver.try_recv() {
+            Ok(event) => Some(event),
+            Err(TryRecvError::Empty) => {
+                self.sink.flush();
+                receiver.recv().ok()
+            }
+            Err(TryRecvError::Disconnected) => None,
         }
     }
 
@@ -315,7 +338,11 @@ impl Scheduler {
             }
             self.queue.push_back(Queued::Command(command, hint));
         }
-        if force_flush || self.lookahead == Lookahead::None {
+        if force_flush {
+            self.drain();
+            // A fence or epoch is awaited by the application: no holding back behind it.
+            self.sink.flush();
+        } else if self.lookahead == Lookahead::None {
             self.drain();
         } else {
             self.dequeue_ready();

@@ -419,3 +419,22 @@ fn unknown_dependencies_count_as_complete() {
     let k = c.submit(&[InstructionId(999)], 0, Target::HostQueue, &[]);
     assert_eq!(ids(&c.assign_all()), vec![k]);
 }
+
+#[test]
+fn a_burst_of_independent_kernels_shares_a_bounded_set_of_lanes() {
+    use crate::executor::engine::MAX_DEVICE_LANES;
+    let mut c = Ctx::new(1);
+    let kernels: Vec<I> = (0..100).map(|_| c.kernel(&[], 0)).collect();
+    let assigned = c.assign_all();
+    assert_eq!(ids(&assigned), kernels);
+    let mut per_lane = vec![0usize; MAX_DEVICE_LANES];
+    for assignment in &assigned {
+        per_lane[assignment.lane.expect("device lanes")] += 1;
+    }
+    // Every lane takes an equal share, and independent kernels still overlap.
+    assert_eq!(per_lane, vec![100 / MAX_DEVICE_LANES; MAX_DEVICE_LANES]);
+    // Host tasks may block on their peers (collectives): their lanes are not shared.
+    let host_tasks: Vec<I> = (0..10).map(|_| c.host_task(&[], 0)).collect();
+    let lanes: std::collections::HashSet<_> = c.assign_all().iter().map(|a| a.lane).collect();
+    assert_eq!(lanes.len(), host_tasks.len());
+}

@@ -596,22 +596,28 @@ fn created_collective_groups_never_share_the_default_group() {
 }
 
 #[test]
-fn a_refused_submission_hands_no_reducer_to_the_executor() {
+fn a_refused_submission_leaves_no_reducer_behind() {
     let mut rt = Runtime::start(config(1, true, Lookahead::Auto)).unwrap();
     let sum = rt.create_buffer(0, Range::ONE, 8, 8, None).unwrap();
-    let reducer: Arc<dyn crate::user_objects::Reducer> =
+    let registered: Arc<dyn crate::user_objects::Reducer> =
         Arc::new(BuiltinReducer::<f64>::new(BuiltinOp::Sum));
-    let rid = rt.reserve_reduction_id();
-    // A master-node host task cannot reduce: the task manager refuses the group.
-    let refused = rt.submit_with_reducers(
-        TaskSpec::MasterNode,
-        CommandGroup::new().reduction(rid, sum, true),
-        launcher(|_| {}),
-        vec![(rid, reducer.clone())],
+    let handed_over: Arc<dyn crate::user_objects::Reducer> =
+        Arc::new(BuiltinReducer::<f64>::new(BuiltinOp::Sum));
+    // A master-node host task cannot reduce: the task manager refuses both groups.
+    let rid = rt.register_reduction(registered.clone()).unwrap();
+    let cg = CommandGroup::new().reduction(rid, sum, true);
+    assert!(
+        rt.submit(TaskSpec::MasterNode, cg, launcher(|_| {}))
+            .is_err()
     );
+    let rid = rt.reserve_reduction_id();
+    let cg = CommandGroup::new().reduction(rid, sum, true);
+    let reducers = vec![(rid, handed_over.clone())];
+    let refused = rt.submit_with_reducers(TaskSpec::MasterNode, cg, launcher(|_| {}), reducers);
     assert!(refused.is_err());
-    // Everything sent before this wait has reached the executor: nobody else holds the reducer.
+    // Everything sent before this wait has reached the executor: nobody else holds a reducer.
     rt.wait().unwrap();
-    assert_eq!(Arc::strong_count(&reducer), 1);
+    assert_eq!(Arc::strong_count(&registered), 1);
+    assert_eq!(Arc::strong_count(&handed_over), 1);
     rt.shutdown().unwrap();
 }
