@@ -110,6 +110,42 @@ fn staging_direction(ends: (MemoryKind, MemoryKind), layout: &NdCopyLayout) -> O
     }
 }
 
+/// The one-run copy of [`enqueue_layout_copy`] where one end is pageable host memory.
+///
+/// # Safety
+/// As for [`enqueue_layout_copy`].
+unsafe fn enqueue_contiguous_pageable_copy(
+    source: *const u8,
+    dest: *mut u8,
+    ends: (MemoryKind, MemoryKind),
+    layout: &NdCopyLayout,
+    stream: sys::CUstream,
+) -> Result<()> {
+    let direction = if ends.0 == MemoryKind::Pageable {
+        Direction::ToDevice
+    } else {
+        Direction::ToHost
+    };
+    let (source, dest) = (
+        source as usize + layout.offset_in_source,
+        dest as usize + layout.offset_in_dest,
+    );
+    let (host, device) = match direction {
+        Direction::ToDevice => (source, dest),
+        Direction::ToHost => (dest, source),
+    };
+    // SAFETY: the caller guarantees both ranges are valid for the copy.
+    unsafe {
+        direct_pageable_copy(
+            direction,
+            host as *mut u8,
+            device as sys::CUdeviceptr,
+            layout.contiguous_size,
+            stream,
+        )
+    }
+}
+
 /// Enqueues the copy described by `layout` on `stream` (unified addressing for the driver's
 /// memory, explicit host memory for pageable ends).
 ///
@@ -157,29 +193,8 @@ unsafe fn enqueue_layout_copy(
     };
     match layout.num_complex_strides {
         0 if ends.0 == MemoryKind::Pageable || ends.1 == MemoryKind::Pageable => {
-            let direction = if ends.0 == MemoryKind::Pageable {
-                Direction::ToDevice
-            } else {
-                Direction::ToHost
-            };
-            let (source, dest) = (
-                source as usize + layout.offset_in_source,
-                dest as usize + layout.offset_in_dest,
-            );
-            let (host, device) = match direction {
-                Direction::ToDevice => (source, dest),
-                Direction::ToHost => (dest, source),
-            };
             // SAFETY: as above.
-            unsafe {
-                direct_pageable_copy(
-                    direction,
-                    host as *mut u8,
-                    device as sys::CUdeviceptr,
-                    layout.contiguous_size,
-                    stream,
-                )
-            }
+            unsafe { enqueue_contiguous_pageable_copy(source, dest, ends, layout, stream) }
         }
         0 => {
             // SAFETY: as above; unified addressing lets cuMemcpyAsync take any pointer kind
