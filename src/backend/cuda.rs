@@ -651,4 +651,5 @@ impl Drop for CudaBackend {
 }
 
 #[cfg(test)]
+#[path = "tests/cuda.rs"]
 mod tests;

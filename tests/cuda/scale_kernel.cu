@@ -1,4 +1,4 @@
-// Test kernel for the CUDA backend (src/backend/cuda/tests.rs): built with nvcc on the GPU
+// Test kernel for the CUDA backend (src/backend/tests/cuda.rs): built with nvcc on the GPU
 // machine, loaded at run time, launched through the CUDA runtime API on a stream that the
 // backend created in the device's primary context.
 #include <cuda_runtime.h>
