@@ -119,28 +119,18 @@ struct ShutdownWatchdog {
     _disarm: crossbeam_channel::Sender<()>,
 }
 
-/// Extra grace per rank (in 8 slots), so that the ranks of a failed job do not all call
-/// `MPI_Abort` in the same instant: Open MPI 4.1's launcher was seen to hang (ignoring even
-/// SIGTERM) about once in 15 runs when every rank of a 3-rank job aborted at once.
-const ABORT_STAGGER: Duration = Duration::from_millis(500);
-
-/// The grace of `node`'s watchdog: [`FAILED_SHUTDOWN_GRACE`] plus its stagger slot.
-fn shutdown_grace(node: u32) -> Duration {
-    FAILED_SHUTDOWN_GRACE + ABORT_STAGGER * (node % 8)
-}
-
 impl ShutdownWatchdog {
     fn arm(node: u32, reason: String) -> Self {
-        let grace = shutdown_grace(node);
         let (disarm, disarmed) = crossbeam_channel::bounded::<()>(0);
         let _ = std::thread::Builder::new()
             .name("celerity-shutdown-watchdog".into())
             .spawn(move || {
-                if disarmed.recv_timeout(grace) == Err(crossbeam_channel::RecvTimeoutError::Timeout)
+                if disarmed.recv_timeout(FAILED_SHUTDOWN_GRACE)
+                    == Err(crossbeam_channel::RecvTimeoutError::Timeout)
                 {
                     eprintln!(
-                        "celerity: rank {node}: {reason}; the shutdown did not finish within {:.1}s (a peer failed or is gone), aborting the MPI job",
-                        grace.as_secs_f64()
+                        "celerity: rank {node}: {reason}; the shutdown did not finish within {}s (a peer failed or is gone), aborting the MPI job",
+                        FAILED_SHUTDOWN_GRACE.as_secs()
                     );
                     #[cfg(feature = "mpi")]
                     crate::comm::mpi::abort_job(1);
