@@ -1,10 +1,12 @@
 //! Not a criterion benchmark: a small driver that runs the graph benchmark bodies a fixed number
 //! of times, for instruction counting under callgrind (deterministic on a noisy machine).
 //!
-//! `graph_profile <task|command> <topology|handling|all> <nodes> <iterations>`; the topology
-//! bodies are those of `benches/common/topologies.rs`, built in the same contexts as
+//! `graph_profile <task|command|command-tm> <topology|handling|all> <nodes> <iterations>`; the
+//! topology bodies are those of `benches/common/topologies.rs`, built in the same contexts as
 //! `benches/task_graph.rs` (host tasks, one node) and `benches/command_graph.rs` (device
-//! kernels, node 0 of `nodes`). Per-run instructions: (count(k) - count(1)) / (k - 1).
+//! kernels, node 0 of `nodes`; `command-tm` runs that context's task manager alone, the share of
+//! a `command` figure that is not the command graph). Per-run instructions:
+//! (count(k) - count(1)) / (k - 1).
 
 mod common;
 
@@ -31,17 +33,20 @@ fn main() {
         .collect();
     if args.len() < 4 {
         eprintln!(
-            "usage: graph_profile <task|command> <topology|handling|all> <nodes> <iterations>"
+            "usage: graph_profile <task|command|command-tm> <topology|handling|all> <nodes> <iterations>"
         );
         return;
     }
-    let command = args[0] == "command";
+    let command = args[0].starts_with("command");
+    let build_commands = args[0] != "command-tm";
     let nodes: usize = args[2].parse().expect("nodes");
     let iterations: usize = args[3].parse().expect("iterations");
     for _ in 0..iterations {
         match (args[1].as_str(), command) {
             ("handling", _) => drop(black_box(generate_and_delete_tasks())),
-            (filter, true) => run_topologies(filter, || CommandGraphCtx::new(nodes, true)),
+            (filter, true) => {
+                run_topologies(filter, || CommandGraphCtx::new(nodes, build_commands))
+            }
             (filter, false) => run_topologies(filter, TaskGraphCtx::new),
         }
     }

@@ -10,7 +10,7 @@ use smallvec::SmallVec;
 
 use super::buffer_state::SCALAR_BOX;
 use crate::grid::{GridBox, Range, Region, RegionBuilder, split_1d, split_2d};
-use crate::task::{Task, TaskType};
+use crate::task::{RangeMapper, Task, TaskType};
 use crate::types::{BufferId, NodeId};
 
 /// The node that includes a reduction buffer's previous value (when the reduction does not
@@ -257,6 +257,38 @@ pub fn chunk_requirements(
     consumers_only: bool,
 ) -> RequirementsList {
     let map = task.access_map();
+    let mut list = if *chunk == task.geometry().global_box() {
+        // one chunk spanning the task (one node, master-node tasks): the access map holds its
+        // regions already
+        map.accessed_buffers()
+            .map(|bid| BufferRequirements {
+                bid,
+                consumed: map.task_consumed_region(bid).clone(),
+                produced: if consumers_only {
+                    Region::new()
+                } else {
+                    map.task_produced_region(bid).clone()
+                },
+            })
+            .collect()
+    } else {
+        evaluate_chunk(task, chunk, consumers_only)
+    };
+    for reduction in task.reductions() {
+        let req = entry(&mut list, reduction.bid);
+        if !consumers_only {
+            req.produced = Region::from_box(SCALAR_BOX);
+        }
+        if node == REDUCTION_INITIALIZER && reduction.init_from_buffer {
+            req.consumed = Region::from_box(SCALAR_BOX);
+        }
+    }
+    list
+}
+
+/// The per-buffer regions of `chunk`, by evaluating every access's mapper on it.
+fn evaluate_chunk(task: &Task, chunk: &GridBox, consumers_only: bool) -> RequirementsList {
+    let map = task.access_map();
     let mut builders: SmallVec<[(BufferId, RegionBuilder, RegionBuilder); 2]> = SmallVec::new();
     for (i, access) in map.accesses().iter().enumerate() {
         let pos = match builders.iter().position(|(b, _, _)| *b == access.bid) {
@@ -280,24 +312,14 @@ pub fn chunk_requirements(
             produced.add_region(&region);
         }
     }
-    let mut list: RequirementsList = builders
+    builders
         .into_iter()
         .map(|(bid, consumed, produced)| BufferRequirements {
             bid,
             consumed: consumed.into_region(),
             produced: produced.into_region(),
         })
-        .collect();
-    for reduction in task.reductions() {
-        let req = entry(&mut list, reduction.bid);
-        if !consumers_only {
-            req.produced = Region::from_box(SCALAR_BOX);
-        }
-        if node == REDUCTION_INITIALIZER && reduction.init_from_buffer {
-            req.consumed = Region::from_box(SCALAR_BOX);
-        }
-    }
-    list
+        .collect()
 }
 
 /// Requirements of all chunks, split into this node's chunks and the other nodes' reads.
@@ -369,24 +391,35 @@ pub(super) fn compute_pushable_requirements(
         return out;
     }
     let map = task.access_map();
-    let mut hits: SmallVec<[usize; 8]> = SmallVec::new();
     for cand in candidates {
-        hits.clear();
         let reads = |b: &GridBox| {
             map.bounds_for_nth_access(cand.access, b)
                 .intersects(&cand.pushable)
         };
+        // a custom mapper yields its bounds only by building the region: evaluate it once per
+        // chunk and keep the region of a hit
+        let custom = matches!(map.accesses()[cand.access].mapper, RangeMapper::Custom(_));
+        let mut visit = |i: usize, known_hit: bool| {
+            let c = &chunks[i];
+            let region = if custom || known_hit || reads(&c.chunk) {
+                map.requirements_for_nth_access(cand.access, &c.chunk)
+            } else {
+                return;
+            };
+            if (custom && !known_hit) && !region.bounding_box().intersects(&cand.pushable) {
+                return;
+            }
+            add_read(out.remote_reads_of(c.node), cand.bid, region);
+        };
         if assignment.sequence_along_dim0 {
             // the span of all chunks is the task: the candidate filter has looked at it
-            bisect_readers(chunks, 0, chunks.len(), local, &reads, &mut hits, false);
+            bisect_readers(chunks, 0, chunks.len(), local, &reads, &mut visit, false);
         } else {
-            let remote = chunks.iter().enumerate().filter(|(_, c)| c.node != local);
-            hits.extend(remote.filter(|(_, c)| reads(&c.chunk)).map(|(i, _)| i));
-        }
-        for &i in &hits {
-            let c = &chunks[i];
-            let region = map.requirements_for_nth_access(cand.access, &c.chunk);
-            add_read(out.remote_reads_of(c.node), cand.bid, region);
+            for (i, c) in chunks.iter().enumerate() {
+                if c.node != local {
+                    visit(i, false);
+                }
+            }
         }
     }
     out
@@ -401,15 +434,16 @@ fn is_sequence_along_dim0(chunks: &[AssignedChunk]) -> bool {
     })
 }
 
-/// Pushes onto `hits` the remote chunks of `chunks[lo..hi]` whose read meets the pushable data,
-/// skipping every run of chunks whose spanning box reads none of it.
+/// Visits the remote chunks of `chunks[lo..hi]` whose read may meet the pushable data, skipping
+/// every run of chunks whose spanning box reads none of it; `visit(i, known_hit)` tests chunk `i`
+/// itself unless `known_hit` (its own box was found to read pushable data).
 fn bisect_readers(
     chunks: &[AssignedChunk],
     lo: usize,
     hi: usize,
     local: NodeId,
     reads: &impl Fn(&GridBox) -> bool,
-    hits: &mut SmallVec<[usize; 8]>,
+    visit: &mut impl FnMut(usize, bool),
     check_span: bool,
 ) {
     /// Runs this short are tested chunk by chunk once their spanning box reads pushable data.
@@ -420,13 +454,13 @@ fn bisect_readers(
     }
     if hi - lo <= LEAF_RUN {
         for (i, c) in chunks.iter().enumerate().take(hi).skip(lo) {
-            if c.node != local && ((check_span && hi - lo == 1) || reads(&c.chunk)) {
-                hits.push(i);
+            if c.node != local {
+                visit(i, check_span && hi - lo == 1);
             }
         }
         return;
     }
     let mid = lo + (hi - lo) / 2;
-    bisect_readers(chunks, lo, mid, local, reads, hits, true);
-    bisect_readers(chunks, mid, hi, local, reads, hits, true);
+    bisect_readers(chunks, lo, mid, local, reads, visit, true);
+    bisect_readers(chunks, mid, hi, local, reads, visit, true);
 }

@@ -8,7 +8,7 @@ use super::assignment::{
     self, Assignment, ChunkRequirements, PushCandidate, REDUCTION_INITIALIZER, SplitCache,
 };
 use super::buffer_state::{BufferState, WriteState};
-use super::command::{Command, CommandDependency, CommandKind, CommandRef};
+use super::command::{Command, CommandDependencies, CommandDependency, CommandKind, CommandRef};
 use super::graph::CommandTable;
 use super::node_bitset::NodeBitset;
 use super::recorder::CommandRecorder;
@@ -41,13 +41,6 @@ impl Default for CommandPolicies {
     }
 }
 
-/// A command of the batch under construction.
-pub(super) struct PendingCommand {
-    pub id: CommandId,
-    pub kind: CommandKind,
-    pub deps: SmallVec<[CommandDependency; 4]>,
-}
-
 /// Builds the command graph of one node (`local_nid` of `num_nodes`) from the task graph.
 ///
 /// Protocol: feed every task in creation order, the init epoch first, to
@@ -71,8 +64,10 @@ pub struct CommandGraphGenerator {
     current_horizon: Option<CommandId>,
     pub(super) completed_reductions: Vec<ReductionId>,
     recorder: Option<CommandRecorder>,
-    /// Commands of the current `build_task`.
-    pub(super) batch: Vec<PendingCommand>,
+    /// Commands of the current `build_task`, not shared until it returns them.
+    batch: Vec<CommandRef>,
+    /// The task of the current `build_task`.
+    batch_task: Option<Arc<Task>>,
 }
 
 impl CommandGraphGenerator {
@@ -106,6 +101,7 @@ impl CommandGraphGenerator {
             completed_reductions: Vec::new(),
             recorder: None,
             batch: Vec::new(),
+            batch_task: None,
         })
     }
 
@@ -223,63 +219,62 @@ impl CommandGraphGenerator {
         let prune_before = self.epoch_for_new_commands;
         debug_assert!(self.batch.is_empty());
         let first_cid = self.next_cid;
-        match task.task_type() {
-            TaskType::Epoch => self.generate_epoch(task),
-            TaskType::Horizon => self.generate_horizon(task),
+        self.batch_task = Some(Arc::clone(task));
+        let outcome = match task.task_type() {
+            TaskType::Epoch => {
+                self.generate_epoch(task);
+                Ok(())
+            }
+            TaskType::Horizon => {
+                self.generate_horizon(task);
+                Ok(())
+            }
             TaskType::DeviceCompute
             | TaskType::HostCompute
             | TaskType::MasterNode
             | TaskType::Collective
-            | TaskType::Fence => {
-                if let Err(e) = self.generate_distributed(task) {
-                    debug_assert_eq!(self.next_cid, first_cid, "failed after creating commands");
-                    self.batch.clear();
-                    return Err(e);
-                }
-            }
+            | TaskType::Fence => self.generate_distributed(task),
+        };
+        self.batch_task = None;
+        if let Err(e) = outcome {
+            debug_assert_eq!(self.next_cid, first_cid, "failed after creating commands");
+            self.batch.clear();
+            return Err(e);
         }
         self.table.prune_before(prune_before);
-        Ok(self.finish_batch(task))
-    }
-
-    fn finish_batch(&mut self, task: &Arc<Task>) -> Vec<CommandRef> {
-        let commands: Vec<CommandRef> = self
-            .batch
-            .drain(..)
-            .map(|p| {
-                Arc::new(Command {
-                    id: p.id,
-                    task: Arc::clone(task),
-                    kind: p.kind,
-                    dependencies: p.deps,
-                })
-            })
-            .collect();
+        let commands = std::mem::take(&mut self.batch);
         if let Some(recorder) = &mut self.recorder {
             let buffers = &self.buffers;
             for cmd in &commands {
                 recorder.record(cmd, |bid| buffers.get(&bid).and_then(|b| b.name.clone()));
             }
         }
-        commands
+        Ok(commands)
     }
 
     /// Creates a command in the batch and returns its id.
-    pub(super) fn create(&mut self, task: TaskId, kind: CommandKind) -> CommandId {
+    pub(super) fn create(&mut self, tid: TaskId, kind: CommandKind) -> CommandId {
         let id = CommandId(self.next_cid);
         self.next_cid += 1;
-        self.table.push(id, task, kind.is_task_command());
-        self.batch.push(PendingCommand {
+        self.table.push(id, tid, kind.is_task_command());
+        let task = self.batch_task.as_ref().expect("inside build_task");
+        debug_assert_eq!(task.id(), tid);
+        self.batch.push(Arc::new(Command {
             id,
+            task: Arc::clone(task),
             kind,
-            deps: SmallVec::new(),
-        });
+            dependencies: SmallVec::new(),
+        }));
         id
     }
 
-    fn pending_mut(&mut self, cid: CommandId) -> &mut PendingCommand {
+    /// The dependencies of `cid`, a command of the current batch.
+    fn pending_deps(&mut self, cid: CommandId) -> &mut CommandDependencies {
         let first = self.batch[0].id.0;
-        &mut self.batch[(cid.0 - first) as usize]
+        let cmd = &mut self.batch[(cid.0 - first) as usize];
+        &mut Arc::get_mut(cmd)
+            .expect("batch commands are not shared yet")
+            .dependencies
     }
 
     /// Adds the edge `from -> to`; `from` belongs to the current batch. An existing edge is
@@ -292,8 +287,8 @@ impl CommandGraphGenerator {
         origin: DependencyOrigin,
     ) {
         debug_assert!(from != to && to < from);
-        let pending = self.pending_mut(from);
-        let becomes_true = match pending.deps.iter_mut().find(|d| d.node == to) {
+        let deps = self.pending_deps(from);
+        let becomes_true = match deps.iter_mut().find(|d| d.node == to) {
             Some(d) => {
                 let upgrade = kind == DependencyKind::True && d.kind == DependencyKind::Anti;
                 if upgrade {
@@ -303,7 +298,7 @@ impl CommandGraphGenerator {
                 upgrade
             }
             None => {
-                pending.deps.push(CommandDependency {
+                deps.push(CommandDependency {
                     node: to,
                     kind,
                     origin,
@@ -321,8 +316,7 @@ impl CommandGraphGenerator {
     /// Anchors `cmd` on the effective epoch unless it already has a true dependency.
     pub(super) fn add_epoch_dependency(&mut self, cmd: CommandId) {
         let has_true = self
-            .pending_mut(cmd)
-            .deps
+            .pending_deps(cmd)
             .iter()
             .any(|d| d.kind == DependencyKind::True);
         if !has_true {
@@ -606,7 +600,7 @@ impl CommandGraphGenerator {
                 DependencyOrigin::Dataflow,
             );
         }
-        self.table.add_read(cmd, bid, consumed.clone());
+        self.table.add_read(cmd, bid, consumed.boxes());
     }
 
     /// `cmd` overwrites `produced` of `bid` here: anti-dependencies on the old readers, and it

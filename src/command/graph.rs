@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 use smallvec::SmallVec;
 
-use crate::grid::Region;
+use crate::grid::{BoxVec, GridBox, Region};
 use crate::types::{BufferId, CommandId, TaskId};
 
 /// What the generator remembers about one command.
@@ -20,8 +20,9 @@ pub(super) struct Entry {
     pub in_front: bool,
     /// Newer commands with a true dependency on this one.
     pub true_dependents: SmallVec<[CommandId; 4]>,
-    /// Buffer regions this command reads.
-    pub reads: SmallVec<[(BufferId, Region); 1]>,
+    /// Buffer elements this command reads, per buffer: boxes as they came (overlapping,
+    /// unordered), since they only answer intersection tests.
+    pub reads: SmallVec<[(BufferId, BoxVec); 1]>,
 }
 
 /// Entries of the live commands, by id.
@@ -58,12 +59,12 @@ impl CommandTable {
         &mut self.entries[(cid.0 - self.base) as usize]
     }
 
-    /// Records that `cmd` reads `region` of `bid` (merged with an earlier read of the buffer).
-    pub fn add_read(&mut self, cmd: CommandId, bid: BufferId, region: Region) {
+    /// Records that `cmd` reads the union of `boxes` of `bid` (added to earlier reads of it).
+    pub fn add_read(&mut self, cmd: CommandId, bid: BufferId, boxes: &[GridBox]) {
         let reads = &mut self.get_mut(cmd).reads;
         match reads.iter_mut().find(|(b, _)| *b == bid) {
-            Some((_, r)) => *r = r.union(&region),
-            None => reads.push((bid, region)),
+            Some((_, r)) => r.extend_from_slice(boxes),
+            None => reads.push((bid, BoxVec::from_slice(boxes))),
         }
     }
 
@@ -72,7 +73,7 @@ impl CommandTable {
         self.get(cmd)
             .reads
             .iter()
-            .any(|(b, r)| *b == bid && r.intersects(region))
+            .any(|(b, r)| *b == bid && r.iter().any(|x| region.intersects_box(x)))
     }
 
     /// The commands no other command depends on, ascending.

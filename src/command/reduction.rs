@@ -113,7 +113,7 @@ impl CommandGraphGenerator {
             self.add_epoch_dependency(push);
         } else {
             let bid = transfer.buffer;
-            self.table.add_read(push, bid, Region::from_box(SCALAR_BOX));
+            self.table.add_read(push, bid, &[SCALAR_BOX]);
             self.add_dependency(
                 push,
                 writer.command(),

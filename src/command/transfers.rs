@@ -9,7 +9,7 @@ use super::assignment::ChunkRequirements;
 use super::buffer_state::WriteState;
 use super::command::CommandKind;
 use super::generator::CommandGraphGenerator;
-use crate::grid::{GridBox, Region, RegionBuilder};
+use crate::grid::{BoxVec, GridBox, Region, RegionBuilder};
 use crate::policy::ErrorPolicy;
 use crate::task::{DependencyKind, DependencyOrigin, Task};
 use crate::types::{BufferId, CommandId, NodeId, ReductionId, TransferId};
@@ -18,6 +18,8 @@ use crate::types::{BufferId, CommandId, NodeId, ReductionId, TransferId};
 struct PushScratch {
     bid: BufferId,
     targets: SmallVec<[(NodeId, RegionBuilder); 2]>,
+    /// Everything pushed, as it came (the push's read, for anti-dependencies).
+    all: BoxVec,
     sources: SmallVec<[CommandId; 4]>,
 }
 
@@ -47,6 +49,7 @@ impl CommandGraphGenerator {
     /// produced (fresh, not replicated) that the target does not hold yet.
     pub(super) fn generate_pushes(&mut self, task: &Task, reqs: &ChunkRequirements) {
         let mut per_buffer: SmallVec<[PushScratch; 2]> = SmallVec::new();
+        let mut pushable: SmallVec<[(GridBox, WriteState); 4]> = SmallVec::new();
         for (nid, reads) in &reqs.remote_reads {
             let nid = *nid;
             for (bid, consumed) in reads {
@@ -54,13 +57,13 @@ impl CommandGraphGenerator {
                 if !consumed.bounding_box().intersects(&buffer.pushable_bounds) {
                     continue;
                 }
-                let mut pushable: SmallVec<[(GridBox, WriteState); 4]> = SmallVec::new();
+                pushable.clear();
                 buffer.last_writers.query_region(consumed, |b, ws| {
                     if ws.is_fresh() && !ws.is_replicated() {
                         pushable.push((b, *ws));
                     }
                 });
-                for (b, ws) in pushable {
+                for &(b, ws) in &pushable {
                     let missing = buffer.replicated.missing_on(nid, &b);
                     if missing.is_empty() {
                         continue;
@@ -71,13 +74,16 @@ impl CommandGraphGenerator {
                         None => {
                             per_buffer.push(PushScratch {
                                 bid: *bid,
-                                targets: SmallVec::new(),
+                                // at most one target per remote node
+                                targets: SmallVec::with_capacity(reqs.remote_reads.len()),
+                                all: BoxVec::new(),
                                 sources: SmallVec::new(),
                             });
                             per_buffer.len() - 1
                         }
                     };
                     let scratch = &mut per_buffer[pos];
+                    scratch.all.extend_from_slice(missing.boxes());
                     let t = slot(&mut scratch.targets, nid, RegionBuilder::new);
                     scratch.targets[t].1.add_region(&missing);
                     if !scratch.sources.contains(&ws.command()) {
@@ -95,15 +101,10 @@ impl CommandGraphGenerator {
                 .unwrap_or(usize::MAX)
         });
         for mut scratch in per_buffer {
-            let mut all = RegionBuilder::new();
             let targets: SmallVec<[(NodeId, Region); 2]> = scratch
                 .targets
                 .into_iter()
-                .map(|(nid, builder)| {
-                    let region = builder.into_region();
-                    all.add_region(&region);
-                    (nid, region)
-                })
+                .map(|(nid, builder)| (nid, builder.into_region()))
                 .collect();
             let transfer = TransferId {
                 consumer: task.id(),
@@ -120,7 +121,7 @@ impl CommandGraphGenerator {
                     DependencyOrigin::Dataflow,
                 );
             }
-            self.table.add_read(cmd, scratch.bid, all.into_region());
+            self.table.add_read(cmd, scratch.bid, &scratch.all);
         }
     }
 
@@ -209,7 +210,7 @@ impl CommandGraphGenerator {
                     fresh.push((b, *ws));
                 }
             });
-            for (b, ws) in fresh {
+            for &(b, ws) in &fresh {
                 buffer.last_writers.update_box(&b, ws.stale());
             }
         }

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use smallvec::SmallVec;
+
 use super::grid_box::{BoxVec, GridBox, bounding_box_of, effective_dims_of};
 use super::normalize::{
     Cuts, collect_cuts, dissect_box, merge_connected_boxes_along_dim, merge_connected_boxes_prefix,
@@ -283,6 +285,9 @@ impl Region {
         if !self.bounding_box().intersects(&other.bounding_box()) {
             return self.clone();
         }
+        if self.boxes.len() == 1 && other.boxes.len() == 1 {
+            return box_difference(&self.boxes[0], &other.boxes[0]);
+        }
         // Must consider every dimension either side uses to see the overlap.
         let eff = self.effective_dims().max(other.effective_dims());
         // Dissecting the left side along every bound of the right side turns
@@ -333,6 +338,39 @@ impl Region {
         }
         self.difference(&Region::from_box(*b))
     }
+}
+
+/// `a` without `b`, for boxes that intersect without `b` covering `a`: at most two slabs per
+/// dimension around the intersection, which are canonical as they stand. Per dimension `d`
+/// (slowest first) the parts of `a` below and above the intersection along `d`, spanning the
+/// intersection along the slower dimensions and all of `a` along the faster ones: each is
+/// maximal along the faster dimensions (it spans `a`), and along `d` and the slower ones its
+/// neighbours hold a different interval (they span `a` where it does not). Listed in box order.
+fn box_difference(a: &GridBox, b: &GridBox) -> Region {
+    let i = a.intersection(b);
+    debug_assert!(!i.is_empty() && i != *a);
+    let (a_min, a_max) = (a.min_arr(), a.max_arr());
+    let (i_min, i_max) = (i.min_arr(), i.max_arr());
+    let piece = |d: usize, lo: usize, hi: usize| {
+        let (mut min, mut max) = (*a_min, *a_max);
+        min[..d].copy_from_slice(&i_min[..d]);
+        max[..d].copy_from_slice(&i_max[..d]);
+        min[d] = lo;
+        max[d] = hi;
+        GridBox::new_unchecked(min, max)
+    };
+    let mut below = BoxVec::new();
+    let mut above: SmallVec<[GridBox; 3]> = SmallVec::new();
+    for d in 0..3 {
+        if a_min[d] < i_min[d] {
+            below.push(piece(d, a_min[d], i_min[d]));
+        }
+        if i_max[d] < a_max[d] {
+            above.push(piece(d, i_max[d], a_max[d]));
+        }
+    }
+    below.extend(above.into_iter().rev());
+    Region::from_normalized(below)
 }
 
 impl From<GridBox> for Region {

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::grid::sort_boxes;
-use crate::grid::test_util::{PointSet, arb_boxes, arb_dims, b2};
+use crate::grid::test_util::{PointSet, arb_box, arb_boxes, arb_dims, b2};
 
 fn r2(boxes: &[([usize; 2], [usize; 2])]) -> Region {
     Region::from_boxes(boxes.iter().map(|&(a, b)| b2(a, b)))
@@ -192,6 +192,17 @@ proptest! {
     ) {
         // enough boxes for the slab sweep to see empty, single and crowded slabs
         check_canonical(&Region::from_boxes(boxes.iter().copied()), &PointSet::from_boxes(extent, &boxes));
+    }
+
+    #[test]
+    fn difference_of_single_boxes_matches_oracle(
+        (extent, a, b) in arb_dims().prop_flat_map(|e| (Just(e), arb_box(e), arb_box(e)))
+    ) {
+        // the box-minus-box path builds its slabs without normalising
+        let (pa, pb) = (PointSet::from_boxes(extent, &[a]), PointSet::from_boxes(extent, &[b]));
+        let (ra, rb) = (Region::from_box(a), Region::from_box(b));
+        check_canonical(&ra.difference(&rb), &pa.zip(&pb, |x, y| x && !y));
+        check_canonical(&rb.difference(&ra), &pa.zip(&pb, |x, y| y && !x));
     }
 
     #[test]
