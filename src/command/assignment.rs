@@ -216,6 +216,11 @@ impl ChunkRequirements {
             _ => self.remote_reads.binary_search_by_key(&node, |(n, _)| *n),
         };
         let pos = pos.unwrap_or_else(|pos| {
+            if self.remote_reads.len() == 1 {
+                // a second reader: all-to-all patterns reach every remote chunk's node
+                let remote_chunks = self.num_chunks - self.local.len();
+                self.remote_reads.reserve(remote_chunks.saturating_sub(1));
+            }
             self.remote_reads.insert(pos, (node, SmallVec::new()));
             pos
         });

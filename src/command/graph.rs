@@ -69,11 +69,15 @@ impl CommandTable {
     }
 
     /// Whether `cmd` reads part of `region` of `bid`.
+    #[inline]
     pub fn reads_intersect(&self, cmd: CommandId, bid: BufferId, region: &Region) -> bool {
-        self.get(cmd)
-            .reads
-            .iter()
-            .any(|(b, r)| *b == bid && r.iter().any(|x| region.intersects_box(x)))
+        let Some((_, read)) = self.get(cmd).reads.iter().find(|(b, _)| *b == bid) else {
+            return false;
+        };
+        match region.boxes() {
+            [single] => read.iter().any(|x| x.intersects(single)),
+            boxes => read.iter().any(|x| boxes.iter().any(|y| x.intersects(y))),
+        }
     }
 
     /// The commands no other command depends on, ascending.

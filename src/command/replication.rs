@@ -84,9 +84,14 @@ impl Replication {
         if self.everywhere.intersects(region) {
             self.everywhere = self.everywhere.difference(region);
         }
+        let single_box = region.boxes().len() == 1;
         self.per_node.retain_mut(|(_, held)| {
-            if !held.bounding_box().intersects(&bounds) {
+            let held_bounds = held.bounding_box();
+            if !held_bounds.intersects(&bounds) {
                 return true;
+            }
+            if single_box && bounds.covers(&held_bounds) {
+                return false;
             }
             *held = held.difference(region);
             !held.is_empty()

@@ -6,7 +6,7 @@
 use smallvec::SmallVec;
 
 use super::assignment::ChunkRequirements;
-use super::buffer_state::WriteState;
+use super::buffer_state::{BufferState, WriteState};
 use super::command::CommandKind;
 use super::generator::CommandGraphGenerator;
 use crate::grid::{BoxVec, GridBox, Region, RegionBuilder};
@@ -21,6 +21,47 @@ struct PushScratch {
     /// Everything pushed, as it came (the push's read, for anti-dependencies).
     all: BoxVec,
     sources: SmallVec<[CommandId; 4]>,
+}
+
+/// Pieces of a buffer's last-writer map: a box and its writer.
+type Pieces = SmallVec<[(GridBox, WriteState); 4]>;
+
+/// The pushable pieces (fresh, produced here) of one buffer within the bounds of all remote
+/// reads of it, found with one last-writer query for all targets: each target then only clips
+/// them to its read. `None` when there are too many pieces for clipping to be cheaper than a
+/// query per target.
+struct SharedPieces {
+    bid: BufferId,
+    pieces: Option<Pieces>,
+}
+
+impl SharedPieces {
+    /// More pieces than this are looked up per target.
+    const MAX_PIECES: usize = 8;
+
+    fn query(bid: BufferId, reqs: &ChunkRequirements, buffer: &BufferState) -> Self {
+        let mut bounds = GridBox::EMPTY;
+        for (_, reads) in &reqs.remote_reads {
+            if let Some((_, r)) = reads.iter().find(|(b, _)| *b == bid) {
+                bounds = bounds.bounding_box(&r.bounding_box());
+            }
+        }
+        let bounds = bounds.intersection(&buffer.pushable_bounds);
+        let mut pieces: Option<Pieces> = Some(SmallVec::new());
+        buffer.last_writers.query_box(&bounds, |b, ws| {
+            if let Some(list) = &mut pieces
+                && ws.is_fresh()
+                && !ws.is_replicated()
+            {
+                if list.len() == Self::MAX_PIECES {
+                    pieces = None;
+                } else {
+                    list.push((b, *ws));
+                }
+            }
+        });
+        SharedPieces { bid, pieces }
+    }
 }
 
 /// Position of `key` in a small association list, inserting `make()` at the end if absent. The
@@ -49,20 +90,41 @@ impl CommandGraphGenerator {
     /// produced (fresh, not replicated) that the target does not hold yet.
     pub(super) fn generate_pushes(&mut self, task: &Task, reqs: &ChunkRequirements) {
         let mut per_buffer: SmallVec<[PushScratch; 2]> = SmallVec::new();
-        let mut pushable: SmallVec<[(GridBox, WriteState); 4]> = SmallVec::new();
+        let mut shared: SmallVec<[SharedPieces; 2]> = SmallVec::new();
+        let mut pushable: Pieces = SmallVec::new();
         for (nid, reads) in &reqs.remote_reads {
             let nid = *nid;
             for (bid, consumed) in reads {
-                let buffer = self.buffers.get_mut(bid).expect("validated");
+                let buffer = &self.buffers[bid];
                 if !consumed.bounding_box().intersects(&buffer.pushable_bounds) {
                     continue;
                 }
-                pushable.clear();
-                buffer.last_writers.query_region(consumed, |b, ws| {
-                    if ws.is_fresh() && !ws.is_replicated() {
-                        pushable.push((b, *ws));
+                let pos = match shared.iter().position(|s| s.bid == *bid) {
+                    Some(pos) => pos,
+                    None => {
+                        shared.push(SharedPieces::query(*bid, reqs, buffer));
+                        shared.len() - 1
                     }
-                });
+                };
+                pushable.clear();
+                match &shared[pos].pieces {
+                    Some(pieces) => {
+                        for &(p, ws) in pieces {
+                            for c in consumed.boxes() {
+                                let b = p.intersection(c);
+                                if !b.is_empty() {
+                                    pushable.push((b, ws));
+                                }
+                            }
+                        }
+                    }
+                    None => buffer.last_writers.query_region(consumed, |b, ws| {
+                        if ws.is_fresh() && !ws.is_replicated() {
+                            pushable.push((b, *ws));
+                        }
+                    }),
+                }
+                let buffer = self.buffers.get_mut(bid).expect("validated");
                 for &(b, ws) in &pushable {
                     let missing = buffer.replicated.missing_on(nid, &b);
                     if missing.is_empty() {

@@ -14,9 +14,19 @@ use super::normalize::{
 /// A set of points, stored as disjoint boxes in the canonical normal form
 /// (see [`normalize`](super::normalize)). Because the form is unique, the
 /// derived `Eq` and `Hash` are point-set equality and hashing.
-#[derive(Clone, PartialEq, Eq, Hash, Default)]
+#[derive(PartialEq, Eq, Hash, Default)]
 pub struct Region {
     boxes: BoxVec,
+}
+
+impl Clone for Region {
+    /// Copies the boxes as one block (the derived clone copies them one by one).
+    #[inline]
+    fn clone(&self) -> Self {
+        Region {
+            boxes: BoxVec::from_slice(&self.boxes),
+        }
+    }
 }
 
 impl Region {
