@@ -418,7 +418,8 @@ pub(super) fn compute_pushable_requirements(
         };
         if assignment.sequence_along_dim0 {
             // the span of all chunks is the task: the candidate filter has looked at it
-            bisect_readers(chunks, 0, chunks.len(), local, &reads, &mut visit, false);
+            let all = (0, chunks.len());
+            bisect_readers(chunks, all, local, &reads, &mut visit, (false, false));
         } else {
             for (i, c) in chunks.iter().enumerate() {
                 if c.node != local {
@@ -441,31 +442,44 @@ fn is_sequence_along_dim0(chunks: &[AssignedChunk]) -> bool {
 
 /// Visits the remote chunks of `chunks[lo..hi]` whose read may meet the pushable data, skipping
 /// every run of chunks whose spanning box reads none of it; `visit(i, known_hit)` tests chunk `i`
-/// itself unless `known_hit` (its own box was found to read pushable data).
+/// itself unless `known_hit` (its own box was found to read pushable data). `checked`: the span
+/// of `lo..hi` was found to read pushable data. `dense`: so were both halves of the parent
+/// run; when both halves of this run read it too, the chunks are visited one by one without
+/// testing smaller spans (all-to-all patterns, where every chunk reads).
 fn bisect_readers(
     chunks: &[AssignedChunk],
-    lo: usize,
-    hi: usize,
+    (lo, hi): (usize, usize),
     local: NodeId,
     reads: &impl Fn(&GridBox) -> bool,
     visit: &mut impl FnMut(usize, bool),
-    check_span: bool,
+    (checked, dense): (bool, bool),
 ) {
-    /// Runs this short are tested chunk by chunk once their spanning box reads pushable data.
+    /// Runs this short are tested chunk by chunk.
     const LEAF_RUN: usize = 4;
-    let span = GridBox::new(chunks[lo].chunk.min(), chunks[hi - 1].chunk.max());
-    if check_span && !reads(&span) {
-        return;
-    }
+    let span =
+        |lo: usize, hi: usize| GridBox::new(chunks[lo].chunk.min(), chunks[hi - 1].chunk.max());
     if hi - lo <= LEAF_RUN {
         for (i, c) in chunks.iter().enumerate().take(hi).skip(lo) {
             if c.node != local {
-                visit(i, check_span && hi - lo == 1);
+                visit(i, checked && hi - lo == 1);
             }
         }
         return;
     }
     let mid = lo + (hi - lo) / 2;
-    bisect_readers(chunks, lo, mid, local, reads, visit, true);
-    bisect_readers(chunks, mid, hi, local, reads, visit, true);
+    let (left, right) = (reads(&span(lo, mid)), reads(&span(mid, hi)));
+    if left && right && dense {
+        for (i, c) in chunks.iter().enumerate().take(hi).skip(lo) {
+            if c.node != local {
+                visit(i, false);
+            }
+        }
+        return;
+    }
+    if left {
+        bisect_readers(chunks, (lo, mid), local, reads, visit, (true, right));
+    }
+    if right {
+        bisect_readers(chunks, (mid, hi), local, reads, visit, (true, left));
+    }
 }

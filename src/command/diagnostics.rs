@@ -5,7 +5,6 @@
 use super::assignment::{AssignedChunk, ChunkRequirements};
 use super::buffer_state::SCALAR_BOX;
 use super::generator::CommandGraphGenerator;
-use super::reduction::touched_buffers;
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{BoxVec, GridBox, Region, RegionBuilder};
 use crate::policy::ErrorPolicy;
@@ -51,14 +50,18 @@ fn overlapping_writes(task: &Task, chunks: &[GridBox]) -> Vec<(BufferId, Region)
 }
 
 impl CommandGraphGenerator {
+    /// The checks of a task, as the policies ask. `pending` holds the task's
+    /// [`touched_buffers`](super::reduction::touched_buffers) if one of them is unknown or has a
+    /// pending reduction (otherwise those checks have nothing to find).
     pub(super) fn validate(
         &self,
         task: &Task,
         chunks: &[AssignedChunk],
         reqs: &ChunkRequirements,
+        pending: Option<&[BufferId]>,
     ) -> Result<()> {
-        for bid in touched_buffers(task) {
-            if !self.buffers.contains_key(&bid) {
+        for bid in pending.unwrap_or_default() {
+            if !self.buffers.contains_key(bid) {
                 return Err(Error::invalid_state(format!(
                     "{} accesses {bid}, which the command graph generator of N{} does not know",
                     task.title(),
@@ -72,7 +75,10 @@ impl CommandGraphGenerator {
         if self.policies.uninitialized_read != ErrorPolicy::Ignore {
             self.check_uninitialized_reads(task, reqs)?;
         }
-        self.check_reduction_readers(task, reqs)
+        match pending {
+            Some(touched) => self.check_reduction_readers(task, reqs, touched),
+            None => Ok(()),
+        }
     }
 
     /// Local chunks against each other and against the rest of the iteration space: every
@@ -136,8 +142,13 @@ impl CommandGraphGenerator {
 
     /// A pending reduction may be read by one node or by all of them, nothing in between: with a
     /// strict subset it would be unclear who owns the result afterwards.
-    fn check_reduction_readers(&self, task: &Task, reqs: &ChunkRequirements) -> Result<()> {
-        for bid in touched_buffers(task) {
+    fn check_reduction_readers(
+        &self,
+        task: &Task,
+        reqs: &ChunkRequirements,
+        touched: &[BufferId],
+    ) -> Result<()> {
+        for &bid in touched {
             if self.buffers[&bid].pending_reduction.is_none() {
                 continue;
             }

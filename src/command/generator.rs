@@ -12,6 +12,7 @@ use super::command::{Command, CommandDependencies, CommandDependency, CommandKin
 use super::graph::CommandTable;
 use super::node_bitset::NodeBitset;
 use super::recorder::CommandRecorder;
+use super::reduction::touched_buffers;
 use super::replication::Replication;
 use crate::error::{Error, Result};
 use crate::grid::{GridBox, Range, Region, RegionBuilder};
@@ -450,14 +451,30 @@ impl CommandGraphGenerator {
         let assignment =
             self.splits
                 .assignment(task, self.num_nodes, self.chunk_multiplier, self.local_nid);
-        let reqs = if self.needs_all_remote_reads(task) {
+        let touched = touched_buffers(task);
+        // an unknown buffer counts too: the full path reports it
+        let pending = touched.iter().any(|bid| {
+            self.buffers
+                .get(bid)
+                .is_none_or(|b| b.pending_reduction.is_some())
+        });
+        // reductions need every remote reader of the buffers involved (to count readers and to
+        // push partial results), so their tasks take the full requirements
+        let reqs = if pending || !task.reductions().is_empty() {
             assignment::compute_requirements(task, &assignment.chunks, self.local_nid)
         } else {
             self.compute_pushable_requirements(task, &assignment)
         };
-        self.validate(task, &assignment.chunks, &reqs)?;
+        self.validate(
+            task,
+            &assignment.chunks,
+            &reqs,
+            pending.then_some(&touched[..]),
+        )?;
 
-        self.resolve_pending_reductions(task, &reqs);
+        if pending {
+            self.resolve_pending_reductions(task, &reqs, &touched);
+        }
         self.generate_pushes(task, &reqs);
         self.generate_await_pushes(task, &reqs);
         let local_writes = self.generate_task_commands(task, &reqs);
@@ -473,17 +490,6 @@ impl CommandGraphGenerator {
         }
         self.update_fresh_regions(task, &local_writes);
         Ok(())
-    }
-
-    /// Reductions need every remote reader of the buffers involved (to count readers and to
-    /// push partial results), so their tasks take the full requirements.
-    fn needs_all_remote_reads(&self, task: &Task) -> bool {
-        !task.reductions().is_empty()
-            || task.access_map().accessed_buffers().any(|bid| {
-                self.buffers
-                    .get(&bid)
-                    .is_none_or(|b| b.pending_reduction.is_some())
-            })
     }
 
     /// Like [`assignment::compute_requirements`], but the remote reads only keep what can lead to

@@ -33,8 +33,15 @@ pub(super) fn touched_buffers(task: &Task) -> SmallVec<[BufferId; 4]> {
 }
 
 impl CommandGraphGenerator {
-    pub(super) fn resolve_pending_reductions(&mut self, task: &Task, reqs: &ChunkRequirements) {
-        for bid in touched_buffers(task) {
+    /// Pushes, awaits and reduces the pending reductions among `touched` (the task's
+    /// [`touched_buffers`]) that the task reads.
+    pub(super) fn resolve_pending_reductions(
+        &mut self,
+        task: &Task,
+        reqs: &ChunkRequirements,
+        touched: &[BufferId],
+    ) {
+        for &bid in touched {
             let Some(buffer) = self.buffers.get(&bid) else {
                 continue;
             };

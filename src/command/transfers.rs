@@ -138,7 +138,7 @@ impl CommandGraphGenerator {
                                 bid: *bid,
                                 // at most one target per remote node
                                 targets: SmallVec::with_capacity(reqs.remote_reads.len()),
-                                all: BoxVec::new(),
+                                all: BoxVec::with_capacity(reqs.remote_reads.len()),
                                 sources: SmallVec::new(),
                             });
                             per_buffer.len() - 1
