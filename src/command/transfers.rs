@@ -65,7 +65,7 @@ impl SharedPieces {
 }
 
 /// Position of `key` in a small association list, inserting `make()` at the end if absent. The
-/// last entry is tried first: callers visit keys in runs (targets in ascending node order).
+/// last entry is tried first: callers visit keys in runs.
 pub(super) fn slot<K: PartialEq + Copy, V>(
     list: &mut SmallVec<[(K, V); 2]>,
     key: K,
@@ -146,8 +146,17 @@ impl CommandGraphGenerator {
                     };
                     let scratch = &mut per_buffer[pos];
                     scratch.all.extend_from_slice(missing.boxes());
-                    let t = slot(&mut scratch.targets, nid, RegionBuilder::new);
-                    scratch.targets[t].1.add_region(&missing);
+                    // targets come in ascending node order, each node's pieces in a run
+                    match scratch.targets.last_mut() {
+                        Some((last, builder)) if *last == nid => {
+                            builder.add_region(&missing);
+                        }
+                        _ => {
+                            let mut builder = RegionBuilder::new();
+                            builder.add_region(&missing);
+                            scratch.targets.push((nid, builder));
+                        }
+                    };
                     if !scratch.sources.contains(&ws.command()) {
                         scratch.sources.push(ws.command());
                     }
