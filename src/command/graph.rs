@@ -61,10 +61,15 @@ impl CommandTable {
 
     /// Records that `cmd` reads the union of `boxes` of `bid` (added to earlier reads of it).
     pub fn add_read(&mut self, cmd: CommandId, bid: BufferId, boxes: &[GridBox]) {
+        self.add_read_boxes(cmd, bid, BoxVec::from_slice(boxes));
+    }
+
+    /// [`CommandTable::add_read`], taking the box list.
+    pub fn add_read_boxes(&mut self, cmd: CommandId, bid: BufferId, boxes: BoxVec) {
         let reads = &mut self.get_mut(cmd).reads;
         match reads.iter_mut().find(|(b, _)| *b == bid) {
-            Some((_, r)) => r.extend_from_slice(boxes),
-            None => reads.push((bid, BoxVec::from_slice(boxes))),
+            Some((_, r)) => r.extend_from_slice(&boxes),
+            None => reads.push((bid, boxes)),
         }
     }
 

@@ -192,7 +192,7 @@ impl CommandGraphGenerator {
                     DependencyOrigin::Dataflow,
                 );
             }
-            self.table.add_read(cmd, scratch.bid, &scratch.all);
+            self.table.add_read_boxes(cmd, scratch.bid, scratch.all);
         }
     }
 
