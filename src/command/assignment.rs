@@ -158,6 +158,18 @@ impl SplitCache {
     }
 }
 
+/// The buffers whose pending reductions `task` may resolve: the accessed buffers, then the
+/// reduction outputs (a reduction into a pending buffer chains onto it).
+pub(super) fn touched_buffers(task: &Task) -> SmallVec<[BufferId; 4]> {
+    let mut out: SmallVec<[BufferId; 4]> = task.access_map().accessed_buffers().collect();
+    for r in task.reductions() {
+        if !out.contains(&r.bid) {
+            out.push(r.bid);
+        }
+    }
+    out
+}
+
 /// What one chunk consumes and produces of one buffer.
 #[derive(Clone, Debug)]
 pub struct BufferRequirements {

@@ -51,7 +51,7 @@ fn overlapping_writes(task: &Task, chunks: &[GridBox]) -> Vec<(BufferId, Region)
 
 impl CommandGraphGenerator {
     /// The checks of a task, as the policies ask. `pending` holds the task's
-    /// [`touched_buffers`](super::reduction::touched_buffers) if one of them is unknown or has a
+    /// [`touched_buffers`](super::assignment::touched_buffers) if one of them is unknown or has a
     /// pending reduction (otherwise those checks have nothing to find).
     pub(super) fn validate(
         &self,

@@ -6,13 +6,13 @@ use smallvec::SmallVec;
 
 use super::assignment::{
     self, Assignment, ChunkRequirements, PushCandidate, REDUCTION_INITIALIZER, SplitCache,
+    touched_buffers,
 };
 use super::buffer_state::{BufferState, WriteState};
 use super::command::{Command, CommandDependencies, CommandDependency, CommandKind, CommandRef};
 use super::graph::CommandTable;
 use super::node_bitset::NodeBitset;
 use super::recorder::CommandRecorder;
-use super::reduction::touched_buffers;
 use super::replication::Replication;
 use crate::error::{Error, Result};
 use crate::grid::{GridBox, Range, Region, RegionBuilder};

@@ -7,8 +7,6 @@
 //! tells the reader not to wait for it. Every reading node awaits the partials and combines them
 //! with a reduction command (in node order, so all nodes compute bit-identical results).
 
-use smallvec::SmallVec;
-
 use super::assignment::ChunkRequirements;
 use super::buffer_state::{BufferState, SCALAR_BOX, WriteState};
 use super::command::CommandKind;
@@ -20,21 +18,9 @@ use crate::policy::ErrorPolicy;
 use crate::task::{DependencyKind, DependencyOrigin, ReductionInfo, Task};
 use crate::types::{BufferId, CommandId, TransferId};
 
-/// The buffers whose pending reductions `task` may resolve: the accessed buffers, then the
-/// reduction outputs (a reduction into a pending buffer chains onto it).
-pub(super) fn touched_buffers(task: &Task) -> SmallVec<[BufferId; 4]> {
-    let mut out: SmallVec<[BufferId; 4]> = task.access_map().accessed_buffers().collect();
-    for r in task.reductions() {
-        if !out.contains(&r.bid) {
-            out.push(r.bid);
-        }
-    }
-    out
-}
-
 impl CommandGraphGenerator {
     /// Pushes, awaits and reduces the pending reductions among `touched` (the task's
-    /// [`touched_buffers`]) that the task reads.
+    /// [`touched_buffers`](super::assignment::touched_buffers)) that the task reads.
     pub(super) fn resolve_pending_reductions(
         &mut self,
         task: &Task,
