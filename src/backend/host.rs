@@ -16,7 +16,7 @@ use super::host_memory::HostAllocation;
 use super::interface::{Backend, CopyLane, KernelInvocation, LaunchEnvironment, Launcher};
 use super::nd_memory::{StridedBox, copy_box_raw};
 use super::system_info::SystemInfo;
-use super::thread_queue::{Lanes, ThreadQueue};
+use super::thread_queue::{IntoJob, Job, Lanes, ThreadQueue};
 use crate::error::{Error, Result};
 use crate::types::{DeviceId, MemoryId};
 
@@ -61,7 +61,7 @@ impl HostBackend {
         &mut self,
         device: DeviceId,
         index: usize,
-        job: impl FnOnce() -> Result<Completion> + Send + 'static,
+        job: impl IntoJob,
     ) -> AsyncEvent {
         match self.device_lanes.get_mut(device.0 as usize) {
             Some(lanes) => lanes.submit(index, job),
@@ -102,20 +102,36 @@ pub(crate) unsafe fn host_copy_job(
     }
 }
 
-/// Runs `launcher` over `invocation` on the host thread that executes the job (host tasks, and
-/// kernels of emulated devices).
-pub(crate) fn host_launch_job(
+/// A kernel or host-task chunk for a host thread (host tasks, and kernels of emulated devices):
+/// `launcher` over `invocation`. Queued by value (see [`Job::Launch`]).
+pub(crate) struct HostLaunch {
     launcher: Launcher,
     invocation: KernelInvocation,
-) -> impl FnOnce() -> Result<Completion> + Send + 'static {
-    move || {
+}
+
+impl HostLaunch {
+    pub(crate) fn run(self) -> Result<Completion> {
         // SAFETY: host and emulated-device memory is host memory; the slots belong to this chunk.
-        unsafe { invocation.write_host_reduction_identities() };
+        unsafe { self.invocation.write_host_reduction_identities() };
         let environment = LaunchEnvironment {
             stream: 0,
             cuda: false,
         };
-        launcher(&invocation, &environment).map(|()| Completion::Done)
+        (self.launcher)(&self.invocation, &environment).map(|()| Completion::Done)
+    }
+}
+
+impl IntoJob for HostLaunch {
+    fn into_job(self) -> Job {
+        Job::Launch(self)
+    }
+}
+
+/// Runs `launcher` over `invocation` on the host thread that executes the job.
+pub(crate) fn host_launch_job(launcher: Launcher, invocation: KernelInvocation) -> HostLaunch {
+    HostLaunch {
+        launcher,
+        invocation,
     }
 }
 
@@ -249,7 +265,7 @@ mod tests {
 
     fn invocation(
         device: Option<DeviceId>,
-        accessors: Vec<super::super::interface::AccessorInfo>,
+        accessors: super::super::interface::Accessors,
     ) -> KernelInvocation {
         KernelInvocation {
             chunk: GridBox::from_arrays([0, 0, 0], [16, 1, 1]),
@@ -338,7 +354,7 @@ mod tests {
             DeviceId(1),
             0,
             launcher,
-            invocation(Some(DeviceId(1)), vec![accessor]),
+            invocation(Some(DeviceId(1)), smallvec::smallvec![accessor]),
         ));
         // SAFETY: the kernel completed.
         let values = unsafe { std::slice::from_raw_parts(memory as *const u32, 16) };
@@ -356,7 +372,7 @@ mod tests {
                 "kernel returned 3",
             ))
         });
-        let event = backend.enqueue_host_task(2, failing, invocation(None, Vec::new()));
+        let event = backend.enqueue_host_task(2, failing, invocation(None, Default::default()));
         while !event.is_complete() {
             std::thread::yield_now();
         }
@@ -370,7 +386,12 @@ mod tests {
         assert!(error.message().contains("cannot allocate in M0"));
         let launcher: Launcher = Arc::new(|_: &KernelInvocation, _: &LaunchEnvironment| Ok(()));
         let error = backend
-            .enqueue_device_kernel(DeviceId(5), 0, launcher, invocation(None, Vec::new()))
+            .enqueue_device_kernel(
+                DeviceId(5),
+                0,
+                launcher,
+                invocation(None, Default::default()),
+            )
             .take_outcome()
             .unwrap()
             .unwrap_err();

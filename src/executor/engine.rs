@@ -366,8 +366,10 @@ impl OutOfOrderEngine {
         if node.incomplete_predecessors == 0 {
             self.execution_front.insert(id);
         }
-        let successors = node.successors.clone();
-        for successor in successors {
+        // Taken out while the successors are updated (none of them looks at this list), then
+        // put back: no copy of the list per assignment.
+        let successors = std::mem::take(&mut node.successors);
+        for &successor in &successors {
             let successor_node = self
                 .incomplete
                 .get_mut(&successor)
@@ -377,6 +379,10 @@ impl OutOfOrderEngine {
                 self.try_mark_for_assignment(successor);
             }
         }
+        self.incomplete
+            .get_mut(&id)
+            .expect("assigned, not complete")
+            .successors = successors;
         Some(Assignment {
             id,
             target,

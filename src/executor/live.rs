@@ -30,14 +30,14 @@ use smallvec::SmallVec;
 mod reports;
 mod start;
 
-use super::bounds_check::ArmedCheck;
+use super::bounds_check::{ArmedCheck, SpareRecords};
 use super::control::{ControlMessage, SpmdChecker};
 use super::engine::{Assignment, EngineInstruction, OutOfOrderEngine};
 use super::interface::{ExecutorConfig, ExecutorDelegate, ExecutorMessage};
 use super::receive_arbiter::ReceiveArbiter;
 use crate::backend::SendPtr;
 use crate::backend::event::{AsyncEvent, Completion};
-use crate::backend::interface::{AccessorInfo, Backend, KernelInvocation, Launcher};
+use crate::backend::interface::{AccessorInfo, Accessors, Backend, KernelInvocation, Launcher};
 use crate::comm::Communicator;
 use crate::debug::trace::TraceLog;
 use crate::error::{Error, Result};
@@ -90,6 +90,8 @@ pub(super) struct Executor {
     trace: Option<Box<TraceLog>>,
     /// The bounds records of running kernel and host-task chunks.
     bounds_checks: HashMap<InstructionId, ArmedCheck>,
+    /// Record blocks of completed chunks, for the next chunks to arm.
+    spare_records: SpareRecords,
     /// Tasks whose failure was reported (further failures of their chunks are not).
     failed_tasks: HashSet<TaskId>,
     /// Allocations whose alloc failed: work needing them is dropped, their free skipped.
@@ -157,6 +159,7 @@ impl Executor {
             stall_reported: false,
             trace,
             bounds_checks: HashMap::new(),
+            spare_records: SpareRecords::default(),
             failed_tasks: HashSet::new(),
             failed_allocations: HashSet::new(),
         }
@@ -330,6 +333,7 @@ impl Executor {
     fn complete(&mut self, id: InstructionId) {
         if let Some(check) = self.bounds_checks.remove(&id) {
             self.report_bounds_violations(id, &check);
+            self.spare_records.give_back(check);
         }
         if let Some(trace) = &mut self.trace {
             trace.instruction_retired(id);
@@ -544,7 +548,7 @@ impl Executor {
                     bounds: SendPtr(std::ptr::null_mut()),
                 })
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Accessors>>()?;
         let mut reduction_slots = Vec::with_capacity(reductions.len());
         let mut reduction_identities = Vec::with_capacity(reductions.len());
         for (slot, info) in reductions.iter().zip(task.reductions()) {
