@@ -265,7 +265,7 @@ mod tests {
 
     fn invocation(
         device: Option<DeviceId>,
-        accessors: super::super::interface::Accessors,
+        accessors: Vec<super::super::interface::AccessorInfo>,
     ) -> KernelInvocation {
         KernelInvocation {
             chunk: GridBox::from_arrays([0, 0, 0], [16, 1, 1]),
@@ -354,7 +354,7 @@ mod tests {
             DeviceId(1),
             0,
             launcher,
-            invocation(Some(DeviceId(1)), smallvec::smallvec![accessor]),
+            invocation(Some(DeviceId(1)), vec![accessor]),
         ));
         // SAFETY: the kernel completed.
         let values = unsafe { std::slice::from_raw_parts(memory as *const u32, 16) };

@@ -11,8 +11,6 @@
 
 use std::sync::Arc;
 
-use smallvec::SmallVec;
-
 use super::SendPtr;
 use super::bounds::BoundsRecords;
 use super::event::AsyncEvent;
@@ -39,10 +37,6 @@ pub struct AccessorInfo {
     pub bounds: SendPtr,
 }
 
-/// The accessors of one chunk, stored inline up to three (no allocation per chunk for most
-/// kernels).
-pub type Accessors = SmallVec<[AccessorInfo; 3]>;
-
 /// Everything a kernel or host task needs to run one chunk.
 #[derive(Debug, Clone)]
 pub struct KernelInvocation {
@@ -55,7 +49,7 @@ pub struct KernelInvocation {
     /// Dimensionality of the iteration space.
     pub dims: usize,
     /// Buffer accesses, in the order the program declared them.
-    pub accessors: Accessors,
+    pub accessors: Vec<AccessorInfo>,
     /// One element per reduction; the backend sets it to the identity (the bytes in
     /// `reduction_identities`) before the launcher runs.
     pub reductions: Vec<SendPtr>,

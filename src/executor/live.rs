@@ -37,7 +37,7 @@ use super::interface::{ExecutorConfig, ExecutorDelegate, ExecutorMessage};
 use super::receive_arbiter::ReceiveArbiter;
 use crate::backend::SendPtr;
 use crate::backend::event::{AsyncEvent, Completion};
-use crate::backend::interface::{AccessorInfo, Accessors, Backend, KernelInvocation, Launcher};
+use crate::backend::interface::{AccessorInfo, Backend, KernelInvocation, Launcher};
 use crate::comm::Communicator;
 use crate::debug::trace::TraceLog;
 use crate::error::{Error, Result};
@@ -548,7 +548,7 @@ impl Executor {
                     bounds: SendPtr(std::ptr::null_mut()),
                 })
             })
-            .collect::<Result<Accessors>>()?;
+            .collect::<Result<Vec<_>>>()?;
         let mut reduction_slots = Vec::with_capacity(reductions.len());
         let mut reduction_identities = Vec::with_capacity(reductions.len());
         for (slot, info) in reductions.iter().zip(task.reductions()) {

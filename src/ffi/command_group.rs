@@ -396,7 +396,7 @@ fn c_launcher(
 ) -> Launcher {
     Arc::new(
         move |invocation: &KernelInvocation, environment: &LaunchEnvironment| {
-            // Inline like the invocation's own accessors: no allocation per launch.
+            // Inline for up to three accessors: no allocation per launch.
             let accessors: SmallVec<[celerity_accessor; 3]> = invocation
                 .accessors
                 .iter()

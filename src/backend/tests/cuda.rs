@@ -51,7 +51,7 @@ fn invocation(device: DeviceId, base: *mut u8, elements: usize) -> KernelInvocat
         global_range: Range::new(elements, 1, 1),
         global_offset: Id::default(),
         dims: 1,
-        accessors: smallvec::smallvec![super::super::interface::AccessorInfo {
+        accessors: vec![super::super::interface::AccessorInfo {
             base: SendPtr(base),
             allocated_box: whole,
             accessed_box: whole,
