@@ -10,7 +10,7 @@
 //! another, so that handing out an event allocates nothing.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
@@ -41,22 +41,38 @@ pub struct EventCompleter {
 }
 
 /// How far the jobs of one in-order queue have run: job `n` (counted from 0) is complete once
-/// `completed > n`. Outcomes other than [`Completion::Done`] wait in `outcomes` until taken.
+/// `completed > n`. Outcomes other than [`Completion::Done`] wait in `outcomes` until taken;
+/// `stored` counts them, so that taking a `Done` outcome neither locks nor writes the line that
+/// the completing thread writes. The two halves sit on separate cache lines.
 #[derive(Debug, Default)]
 pub struct InOrderProgress {
-    completed: AtomicU64,
+    completed: CacheLine<AtomicU64>,
+    stored: CacheLine<StoredOutcomes>,
+}
+
+#[derive(Debug, Default)]
+struct StoredOutcomes {
+    count: AtomicUsize,
     outcomes: Mutex<Vec<(u64, Result<Completion>)>>,
 }
+
+/// A value alone on its cache line (128 bytes: adjacent-line prefetching pairs lines).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct CacheLine<T>(T);
 
 impl InOrderProgress {
     /// Records the outcome of job `sequence`, which must be the job after the last completed
     /// one, and marks it complete.
     pub fn complete(&self, sequence: u64, outcome: Result<Completion>) {
-        debug_assert_eq!(self.completed.load(Ordering::Relaxed), sequence);
+        debug_assert_eq!(self.completed.0.load(Ordering::Relaxed), sequence);
         if !matches!(outcome, Ok(Completion::Done)) {
-            self.outcomes.lock().push((sequence, outcome));
+            let stored = &self.stored.0;
+            stored.outcomes.lock().push((sequence, outcome));
+            stored.count.fetch_add(1, Ordering::Relaxed);
         }
-        self.completed.store(sequence + 1, Ordering::Release);
+        // Release: whoever sees the job complete also sees its stored outcome and count.
+        self.completed.0.store(sequence + 1, Ordering::Release);
     }
 }
 
@@ -110,7 +126,7 @@ impl AsyncEvent {
         match &self.kind {
             EventKind::Standalone(state) => state.complete.load(Ordering::Acquire),
             EventKind::InOrder { progress, sequence } => {
-                progress.completed.load(Ordering::Acquire) > *sequence
+                progress.completed.0.load(Ordering::Acquire) > *sequence
             }
         }
     }
@@ -125,9 +141,16 @@ impl AsyncEvent {
         match &self.kind {
             EventKind::Standalone(state) => state.outcome.lock().take(),
             EventKind::InOrder { progress, sequence } => {
-                let mut outcomes = progress.outcomes.lock();
+                let stored = &progress.stored.0;
+                if stored.count.load(Ordering::Relaxed) == 0 {
+                    return Some(Ok(Completion::Done));
+                }
+                let mut outcomes = stored.outcomes.lock();
                 match outcomes.iter().position(|(s, _)| s == sequence) {
-                    Some(index) => Some(outcomes.swap_remove(index).1),
+                    Some(index) => {
+                        stored.count.fetch_sub(1, Ordering::Relaxed);
+                        Some(outcomes.swap_remove(index).1)
+                    }
                     None => Some(Ok(Completion::Done)),
                 }
             }
