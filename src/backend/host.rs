@@ -13,10 +13,10 @@ use parking_lot::Mutex;
 use super::SendPtr;
 use super::event::{AsyncEvent, Completion};
 use super::host_memory::HostAllocation;
-use super::interface::{Backend, CopyLane, KernelInvocation, LaunchEnvironment, Launcher};
+use super::interface::{Backend, CopyLane, KernelInvocation, Launcher};
 use super::nd_memory::{StridedBox, copy_box_raw};
 use super::system_info::SystemInfo;
-use super::thread_queue::{IntoJob, Job, Lanes, ThreadQueue};
+use super::thread_queue::{HostLaunch, IntoJob, Lanes, ThreadQueue};
 use crate::error::{Error, Result};
 use crate::types::{DeviceId, MemoryId};
 
@@ -102,37 +102,9 @@ pub(crate) unsafe fn host_copy_job(
     }
 }
 
-/// A kernel or host-task chunk for a host thread (host tasks, and kernels of emulated devices):
-/// `launcher` over `invocation`. Queued by value (see [`Job::Launch`]).
-pub(crate) struct HostLaunch {
-    launcher: Launcher,
-    invocation: KernelInvocation,
-}
-
-impl HostLaunch {
-    pub(crate) fn run(self) -> Result<Completion> {
-        // SAFETY: host and emulated-device memory is host memory; the slots belong to this chunk.
-        unsafe { self.invocation.write_host_reduction_identities() };
-        let environment = LaunchEnvironment {
-            stream: 0,
-            cuda: false,
-        };
-        (self.launcher)(&self.invocation, &environment).map(|()| Completion::Done)
-    }
-}
-
-impl IntoJob for HostLaunch {
-    fn into_job(self) -> Job {
-        Job::Launch(self)
-    }
-}
-
 /// Runs `launcher` over `invocation` on the host thread that executes the job.
 pub(crate) fn host_launch_job(launcher: Launcher, invocation: KernelInvocation) -> HostLaunch {
-    HostLaunch {
-        launcher,
-        invocation,
-    }
+    HostLaunch::new(launcher, invocation)
 }
 
 impl Backend for HostBackend {
@@ -247,6 +219,7 @@ impl Backend for HostBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::interface::LaunchEnvironment;
     use crate::grid::{GridBox, Id, Range};
 
     fn wait(event: &AsyncEvent) -> Completion {

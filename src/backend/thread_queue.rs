@@ -25,6 +25,7 @@ use std::thread::{JoinHandle, Thread};
 use parking_lot::Mutex;
 
 use super::event::{AsyncEvent, Completion, InOrderProgress};
+use super::interface::{KernelInvocation, LaunchEnvironment, Launcher};
 use crate::error::{Error, Result};
 use crate::thread_guard::panic_message;
 
@@ -36,7 +37,7 @@ use crate::thread_guard::panic_message;
 )]
 pub(crate) enum Job {
     /// A kernel or host-task chunk on the host.
-    Launch(super::host::HostLaunch),
+    Launch(HostLaunch),
     /// Anything else.
     Boxed(Box<dyn FnOnce() -> Result<Completion> + Send>),
 }
@@ -59,6 +60,38 @@ pub(crate) trait IntoJob {
 impl<F: FnOnce() -> Result<Completion> + Send + 'static> IntoJob for F {
     fn into_job(self) -> Job {
         Job::Boxed(Box::new(self))
+    }
+}
+
+/// A kernel or host-task chunk for a host thread (host tasks, and kernels of emulated devices):
+/// `launcher` over `invocation`. Queued by value (see [`Job::Launch`]).
+pub(crate) struct HostLaunch {
+    launcher: Launcher,
+    invocation: KernelInvocation,
+}
+
+impl HostLaunch {
+    pub(crate) fn new(launcher: Launcher, invocation: KernelInvocation) -> Self {
+        Self {
+            launcher,
+            invocation,
+        }
+    }
+
+    fn run(self) -> Result<Completion> {
+        // SAFETY: host and emulated-device memory is host memory; the slots belong to this chunk.
+        unsafe { self.invocation.write_host_reduction_identities() };
+        let environment = LaunchEnvironment {
+            stream: 0,
+            cuda: false,
+        };
+        (self.launcher)(&self.invocation, &environment).map(|()| Completion::Done)
+    }
+}
+
+impl IntoJob for HostLaunch {
+    fn into_job(self) -> Job {
+        Job::Launch(self)
     }
 }
 

@@ -62,6 +62,12 @@ struct InFlight {
 }
 
 pub(super) struct Executor {
+    // Fields drop in declaration order: the bounds records (possibly the backend's pinned
+    // memory) go back to the backend before it is dropped.
+    /// The bounds records of running kernel and host-task chunks.
+    bounds_checks: HashMap<InstructionId, ArmedCheck>,
+    /// Record blocks of completed chunks, for the next chunks to arm.
+    spare_records: SpareRecords,
     backend: Box<dyn Backend>,
     comm: Box<dyn Communicator>,
     delegate: Arc<dyn ExecutorDelegate>,
@@ -92,10 +98,6 @@ pub(super) struct Executor {
     stall_reported: bool,
     /// Present only with `trace_file`: one check per dispatch and retirement otherwise.
     trace: Option<Box<TraceLog>>,
-    /// The bounds records of running kernel and host-task chunks.
-    bounds_checks: HashMap<InstructionId, ArmedCheck>,
-    /// Record blocks of completed chunks, for the next chunks to arm.
-    spare_records: SpareRecords,
     /// Tasks whose failure was reported (further failures of their chunks are not).
     failed_tasks: HashSet<TaskId>,
     /// Allocations whose alloc failed: work needing them is dropped, their free skipped.
