@@ -168,23 +168,29 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         if b.is_empty() {
             return;
         }
-        let mut changes: SmallVec<[(GridBox, T); 4]> = SmallVec::new();
-        self.root.query(&b, &mut |hb, hv| {
+        // Entries inside `b` change in place during the query (the tree's shape stays); entries
+        // reaching out of it keep their new value (`Some`) until they are cut, in query order.
+        let mut changes: SmallVec<[(GridBox, Option<T>); 4]> = SmallVec::new();
+        self.root.query_mut(&b, &mut |hb, hv| {
             let nv = f(hv);
             if nv != *hv {
-                changes.push((*hb, nv));
+                if b.covers(hb) {
+                    *hv = nv;
+                    changes.push((*hb, None));
+                } else {
+                    changes.push((*hb, Some(nv)));
+                }
             }
         });
         let mut candidates: SmallVec<[GridBox; 8]> = SmallVec::new();
         for (hb, nv) in changes {
-            let inside = hb.intersection(&b);
-            if inside == hb {
-                *self.root.find_mut(&hb).expect("entry vanished") = nv;
-                candidates.push(hb);
-            } else {
-                let cut = self.cut_outside(&hb, &b, &mut candidates);
-                debug_assert!(cut, "an entry reaching out of the box has parts outside it");
-                candidates.push(self.insert_new(inside, nv));
+            match nv {
+                None => candidates.push(hb),
+                Some(nv) => {
+                    let cut = self.cut_outside(&hb, &b, &mut candidates);
+                    debug_assert!(cut, "an entry reaching out of the box has parts outside it");
+                    candidates.push(self.insert_new(hb.intersection(&b), nv));
+                }
             }
         }
         self.try_merge(&mut candidates);
@@ -225,11 +231,22 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         let Some((&first, rest)) = pieces.split_first() else {
             return false;
         };
-        let old = self.root.shrink_entry(hb, first).expect("entry vanished");
         candidates.push(first);
-        for &piece in rest {
+        // the value is copied only for the pieces beyond the first, and moved into the last
+        let Some((&last, middle)) = rest.split_last() else {
+            self.root
+                .shrink_entry(hb, first, |_| ())
+                .expect("entry vanished");
+            return true;
+        };
+        let old = self
+            .root
+            .shrink_entry(hb, first, T::clone)
+            .expect("entry vanished");
+        for &piece in middle {
             candidates.push(self.insert_new(piece, old.clone()));
         }
+        candidates.push(self.insert_new(last, old));
         true
     }
 
@@ -368,21 +385,36 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     /// Merges each candidate entry with an equal-valued neighbour of matching shape (the first
     /// found in face order: low then high side of dimension 0, 1, 2), until nothing changes.
     fn try_merge(&mut self, candidates: &mut SmallVec<[GridBox; 8]>) {
-        let mut alive: SmallVec<[bool; 8]> = SmallVec::from_elem(true, candidates.len());
+        if candidates.is_empty() {
+            return;
+        }
+        // Per candidate: the number of merges done when it last found no partner (`None`: never
+        // checked, or dead). The map changes only by merges here, so a candidate checked since
+        // the last merge would find no partner again and is skipped: the same merges as checking
+        // every candidate in every round, without the final round that finds nothing.
+        const DEAD: usize = usize::MAX;
+        let mut checked_at: SmallVec<[Option<usize>; 8]> =
+            SmallVec::from_elem(None, candidates.len());
+        let mut merges = 0usize;
         let mut merged_any = true;
         while merged_any {
             merged_any = false;
             for i in 0..candidates.len() {
-                if !alive[i] {
-                    continue;
+                match checked_at[i] {
+                    Some(DEAD) => continue,
+                    Some(at) if at == merges => continue,
+                    _ => {}
                 }
                 let b = candidates[i];
                 let Some(nb) = self.merge_partner(&b) else {
+                    checked_at[i] = Some(merges);
                     continue;
                 };
                 if let Some(j) = candidates.iter().position(|c| *c == nb) {
-                    alive[j] = false;
+                    checked_at[j] = Some(DEAD);
                 }
+                merges += 1;
+                checked_at[i] = None;
                 // the partner goes, the candidate grows in place over it
                 self.erase(&nb);
                 let merged = b.bounding_box(&nb);
