@@ -134,27 +134,33 @@ impl<T: Clone + PartialEq> RegionMap<T> {
             return;
         }
         let mut hits: SmallVec<[(GridBox, bool); 8]> = SmallVec::new();
-        self.root
-            .query(&b, &mut |hb, hv| hits.push((*hb, *hv == value)));
+        // An entry of exactly `b` is the only one meeting `b` (entries are disjoint): it takes the
+        // value in place during the query, and the tree's shape does not change.
+        let mut value = Some(value);
+        self.root.query_mut(&b, &mut |hb, hv| {
+            let same = value.as_ref().is_none_or(|v| hv == v);
+            if *hb == b && !same {
+                *hv = value.take().expect("one entry is exactly the box");
+            }
+            hits.push((*hb, same));
+        });
+        let Some(value) = value else {
+            self.try_merge(&mut smallvec::smallvec![b]);
+            return;
+        };
         if hits.iter().all(|&(_, same)| same) {
             return; // already holds the value everywhere
         }
         let mut candidates: SmallVec<[GridBox; 8]> = SmallVec::new();
-        if hits.len() == 1 && hits[0].0 == b {
-            // in place: the tree shape does not change
-            *self.root.find_mut(&b).expect("entry vanished") = value;
-            candidates.push(b);
-        } else {
-            for &(hb, same) in &hits {
-                if same && b.covers(&hb) {
-                    // already holds the value and is swallowed by the new entry
-                    self.erase(&hb);
-                } else if !self.cut_outside(&hb, &b, &mut candidates) {
-                    self.erase(&hb);
-                }
+        for &(hb, same) in &hits {
+            if same && b.covers(&hb) {
+                // already holds the value and is swallowed by the new entry
+                self.erase(&hb);
+            } else if !self.cut_outside(&hb, &b, &mut candidates) {
+                self.erase(&hb);
             }
-            candidates.push(self.insert_new(b, value));
         }
+        candidates.push(self.insert_new(b, value));
         self.try_merge(&mut candidates);
     }
 
@@ -305,11 +311,23 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     /// Replaces every value `v` by `f(v)` and merges the entries that changed
     /// with equal-valued neighbours.
     pub fn apply_to_values(&mut self, mut f: impl FnMut(&T) -> T) {
+        self.change_values(|v| {
+            let nv = f(v);
+            let changed = nv != *v;
+            if changed {
+                *v = nv;
+            }
+            changed
+        });
+    }
+
+    /// Lets `f` change every value in place (returning whether it did) and merges the entries
+    /// that changed with equal-valued neighbours: [`RegionMap::apply_to_values`] without a new
+    /// value (and its comparison) for every entry.
+    pub fn change_values(&mut self, mut f: impl FnMut(&mut T) -> bool) {
         let mut changed: SmallVec<[GridBox; 8]> = SmallVec::new();
         self.root.for_each_mut(&mut |b, v| {
-            let nv = f(v);
-            if nv != *v {
-                *v = nv;
+            if f(v) {
                 changed.push(*b);
             }
         });
@@ -393,8 +411,14 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         // the last merge would find no partner again and is skipped: the same merges as checking
         // every candidate in every round, without the final round that finds nothing.
         const DEAD: usize = usize::MAX;
-        let mut checked_at: SmallVec<[Option<usize>; 8]> =
-            SmallVec::from_elem(None, candidates.len());
+        let mut inline = [None; 8];
+        let mut spilled;
+        let checked_at: &mut [Option<usize>] = if candidates.len() <= inline.len() {
+            &mut inline[..candidates.len()]
+        } else {
+            spilled = vec![None; candidates.len()];
+            &mut spilled
+        };
         let mut merges = 0usize;
         let mut merged_any = true;
         while merged_any {

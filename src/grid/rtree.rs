@@ -116,24 +116,6 @@ impl<T> Node<T> {
         None
     }
 
-    /// Mutable access to the value of the entry whose box is exactly `b`.
-    pub fn find_mut(&mut self, b: &GridBox) -> Option<&mut T> {
-        for (cb, s) in self.boxes.iter().zip(self.slots.iter_mut()) {
-            if cb.covers(b) {
-                match s {
-                    Slot::Value(v) if cb == b => return Some(v),
-                    Slot::Value(_) => {}
-                    Slot::Node(n) => {
-                        if let Some(v) = n.find_mut(b) {
-                            return Some(v);
-                        }
-                    }
-                }
-            }
-        }
-        None
-    }
-
     pub fn for_each<'a>(&'a self, f: &mut impl FnMut(&GridBox, &'a T)) {
         for (b, s) in self.boxes.iter().zip(&self.slots) {
             match s {

@@ -168,6 +168,18 @@ impl AccessFront {
         }
     }
 
+    /// Replaces every instruction older than `epoch` by `epoch` in place; returns whether any
+    /// was (the front then equals [`Self::with_epoch_applied`]).
+    pub fn apply_epoch(&mut self, epoch: InstructionId) -> bool {
+        let first_kept = self.instructions.partition_point(|&i| i <= epoch);
+        if first_kept == 0 || (first_kept == 1 && self.instructions[0] == epoch) {
+            return false;
+        }
+        self.instructions[0] = epoch;
+        self.instructions.drain(1..first_kept);
+        true
+    }
+
     /// Whether the front is exactly `[epoch]`.
     pub fn is_only(&self, epoch: InstructionId) -> bool {
         self.instructions.as_slice() == [epoch]
@@ -254,10 +266,9 @@ impl BufferAllocation {
 
     /// Replaces instructions older than `epoch` by `epoch`.
     pub fn apply_epoch(&mut self, epoch: InstructionId) {
-        self.last_writers
-            .apply_to_values(|f| f.with_epoch_applied(epoch));
+        self.last_writers.change_values(|f| f.apply_epoch(epoch));
         self.last_concurrent_accesses
-            .apply_to_values(|f| f.with_epoch_applied(epoch));
+            .change_values(|f| f.apply_epoch(epoch));
     }
 }
 
@@ -434,9 +445,12 @@ impl BufferState {
                 allocation.apply_epoch(epoch);
             }
         }
-        self.original_writers.apply_to_values(|w| OriginalWrite {
-            writer: w.writer.max(epoch),
-            memory: w.memory,
+        self.original_writers.change_values(|w| {
+            let older = w.writer < epoch;
+            if older {
+                w.writer = epoch;
+            }
+            older
         });
         debug_assert!(
             self.pending_receives.is_empty() && self.pending_gathers.is_empty(),
