@@ -20,6 +20,8 @@
 //! Every tracked instruction id older than an applied epoch (or horizon) is replaced by it, which
 //! bounds the state.
 
+use std::borrow::Cow;
+
 use smallvec::SmallVec;
 
 use crate::backend::system_info::MemoryMask;
@@ -27,15 +29,15 @@ use crate::grid::{BoxVec, GridBox, Range, Region, RegionBuilder, RegionMap};
 use crate::types::{AllocationId, InstructionId, MemoryId, ReductionId, TaskId};
 
 /// `region ∩ b`, without set arithmetic when `region` lies inside `b` or misses it (the common
-/// cases when a buffer has many allocations).
-pub(crate) fn clip(region: &Region, b: &GridBox) -> Region {
+/// cases when a buffer has many allocations), and without a copy when it lies inside.
+pub(crate) fn clip<'a>(region: &'a Region, b: &GridBox) -> Cow<'a, Region> {
     let bounds = region.bounding_box();
     if !bounds.intersects(b) {
-        Region::new()
+        Cow::Owned(Region::new())
     } else if b.covers(&bounds) {
-        region.clone()
+        Cow::Borrowed(region)
     } else {
-        region.intersection_with_box(b)
+        Cow::Owned(region.intersection_with_box(b))
     }
 }
 
