@@ -144,6 +144,19 @@ impl AccessFront {
         self.instructions.push(instruction);
     }
 
+    /// The front with a newer instruction added, allocated once at its final size (a clone
+    /// followed by [`Self::add`] grows a spilled front a second time).
+    pub fn with_added(&self, instruction: InstructionId) -> Self {
+        debug_assert!(self.instructions.last().is_none_or(|&l| l < instruction));
+        let mut instructions = SmallVec::with_capacity(self.instructions.len() + 1);
+        instructions.extend_from_slice(&self.instructions);
+        instructions.push(instruction);
+        Self {
+            instructions,
+            mode: self.mode,
+        }
+    }
+
     /// The instructions, sorted by id.
     pub fn instructions(&self) -> &[InstructionId] {
         &self.instructions
@@ -224,9 +237,7 @@ impl BufferAllocation {
         self.last_concurrent_accesses
             .update_region_with(region, |front| {
                 if front.mode == FrontMode::Read {
-                    let mut front = front.clone();
-                    front.add(instruction);
-                    front
+                    front.with_added(instruction)
                 } else {
                     AccessFront::single(instruction, FrontMode::Read)
                 }
@@ -258,9 +269,9 @@ impl BufferAllocation {
         if region.is_empty() {
             return;
         }
-        for (b, mut front) in self.last_writers.get_region_values(region) {
+        for (b, front) in self.last_writers.get_region_values(region) {
             debug_assert_eq!(front.mode, FrontMode::Write);
-            front.add(instruction);
+            let front = front.with_added(instruction);
             self.last_writers.update_box(&b, front.clone());
             self.last_concurrent_accesses.update_box(&b, front);
         }
