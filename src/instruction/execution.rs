@@ -59,6 +59,22 @@ impl BufferFootprint {
         requirements: &[ChunkRequirements],
     ) -> Self {
         let mut required: PerMemory<BoxVec> = PerMemory::new();
+        let reduction = task.reductions().iter().find(|r| r.bid == bid);
+        if let ([r], None) = (requirements, reduction) {
+            // one chunk, no reduction: the chunk's own (canonical) regions, no re-normalising
+            let b = r.buffer(bid);
+            let accessed = match (b.reads.is_empty(), b.writes.is_empty()) {
+                (_, true) => b.reads.clone(),
+                (true, false) => b.writes.clone(),
+                (false, false) => b.reads.union(&b.writes),
+            };
+            return Self {
+                accessed,
+                consumed: b.reads.clone(),
+                include_current_value: false,
+                required,
+            };
+        }
         let mut accessed = RegionBuilder::new();
         let mut consumed = RegionBuilder::new();
         for r in requirements {
@@ -67,7 +83,6 @@ impl BufferFootprint {
             accessed.add_region(&b.reads);
             consumed.add_region(&b.reads);
         }
-        let reduction = task.reductions().iter().find(|r| r.bid == bid);
         let include_current_value =
             reduction.is_some_and(|r| r.init_from_buffer && is_reduction_initializer);
         if reduction.is_some() {
