@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::task::{Task, TaskType};
+use super::task::Task;
 use crate::types::TaskId;
 
 struct Node {
@@ -108,8 +108,9 @@ impl TaskGraph {
         });
     }
 
-    /// Drops every task older than `tid`. A task nobody else holds is emptied at once (its
-    /// payload and accesses go now, as they would with the task) and its allocation kept spare.
+    /// Drops every task older than `tid`. A task nobody else holds gives up what the program
+    /// gave it at once (payload and accesses go now, as they would with the task; plain memory
+    /// goes when the allocation is reused) and its allocation is kept spare.
     pub(crate) fn erase_before(&mut self, tid: TaskId) {
         while self.nodes.front().is_some_and(|n| n.task.id() < tid) {
             let mut node = self.nodes.pop_front().expect("checked");
@@ -117,7 +118,7 @@ impl TaskGraph {
             if self.spare.len() < SPARE_TASKS
                 && let Some(task) = Arc::get_mut(&mut node.task)
             {
-                *task = Task::bare(task.id, TaskType::Horizon, None);
+                task.release_user_data();
                 self.spare.push(node.task);
             }
         }
