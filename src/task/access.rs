@@ -112,6 +112,20 @@ struct AccessData {
     buffers: SmallVec<[BufferRegions; 2]>,
 }
 
+/// `into ∪= other` with [`Region::union`]'s result, but without its copy where one side is
+/// empty or a single box the other covers (the same fast paths, in the same order).
+fn unite(into: &mut Region, other: Region) {
+    if into.is_empty() {
+        *into = other;
+    } else if other.is_empty() || (other.boxes().len() == 1 && into.covers(&other)) {
+        // keep `into`
+    } else if into.boxes().len() == 1 && other.covers(into) {
+        *into = other;
+    } else {
+        *into = into.union(&other);
+    }
+}
+
 /// The geometry of maps without accesses (never evaluated against).
 const DEFAULT_GEOMETRY: TaskGeometry = TaskGeometry {
     dims: 0,
@@ -179,9 +193,11 @@ impl BufferAccessMap {
             };
             match buffers.iter_mut().find(|b| b.bid == bid) {
                 Some(entry) => {
-                    // a second access to the buffer: unite (rare, so plain unions suffice)
-                    entry.consumed = entry.consumed.union(&consumed);
-                    entry.produced = entry.produced.union(&produced);
+                    // a second access to the buffer (a read and a write of one buffer, as in
+                    // stencils and gathers): unite, moving instead of copying where one side
+                    // holds everything
+                    unite(&mut entry.consumed, consumed);
+                    unite(&mut entry.produced, produced);
                 }
                 None => buffers.push(BufferRegions {
                     bid,
