@@ -43,6 +43,9 @@ echo "run_rank_faults: mode $mode: exit status $rc after ${elapsed_ms} ms"
 fail() { echo "run_rank_faults: FAILED: $*"; exit 1; }
 # 124/137 are also what a killed job returns, so the elapsed time tells a timeout.
 if [ "$elapsed_ms" -ge $((limit * 1000)) ]; then fail "the job did not end within ${limit}s"; fi
+# A shutdown after a failure gives up the transfers that wait for failed peers and finishes;
+# the watchdog (which ends the process after 10 s) is only for a shutdown that still blocks.
+if grep -q "the shutdown did not finish within" "$log"; then fail "a rank's shutdown needed the watchdog"; fi
 case "$mode" in
   task_failure)
     [ "$rc" -eq 0 ] || fail "expected every rank to shut down and exit 0"

@@ -128,6 +128,14 @@ pub trait Communicator: Send {
     /// Advances outstanding payload operations, completing their events. Never blocks.
     fn poll(&mut self) -> Result<()>;
 
+    /// After the job failed, at shutdown: gives up this node's outstanding payload transfers so
+    /// that the shutdown need not wait for data a failed peer never sends. Receives not yet
+    /// matched are cancelled; the events of everything given up complete with an error. True if
+    /// nothing is left that could still write into or read from an allocation, so the caller may
+    /// free them; false if some transfer could not be given up within a short grace (the caller
+    /// must then keep its allocations). Blocks for at most that grace.
+    fn abandon_transfers(&mut self) -> bool;
+
     /// A new, independent communicator over the same nodes. Collective: every node calls it
     /// in the same order.
     fn collective_clone(&mut self) -> Result<Box<dyn Communicator>>;
@@ -169,4 +177,12 @@ pub trait Communicator: Send {
     fn native_handle(&self) -> usize {
         0
     }
+}
+
+/// The error with which [`Communicator::abandon_transfers`] completes the transfers it gives up.
+pub(crate) fn abandoned_transfer() -> crate::error::Error {
+    crate::error::Error::new(
+        crate::error::ErrorKind::Communication,
+        "transfer given up at shutdown after the job failed",
+    )
 }

@@ -213,6 +213,9 @@ fn normalise_stride(stride: &Stride) -> Result<(usize, SubarrayKey)> {
     Ok((base_offset, key))
 }
 
+/// How long [`Communicator::abandon_transfers`] waits for cancelled and outstanding transfers.
+const ABANDON_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Most cached datatypes before the cache is flushed (MPI keeps freed types alive for the
 /// requests still using them).
 const DATATYPE_CACHE_LIMIT: usize = 4096;
@@ -228,7 +231,7 @@ pub struct MpiCommunicator {
     /// Pilot sends in flight with their buffers.
     pilot_sends: Vec<(ffi::MPI_Request, Box<[u64; PILOT_WORDS]>)>,
     /// Payload sends and receives in flight.
-    payloads: Vec<(ffi::MPI_Request, EventCompleter)>,
+    payloads: Vec<(ffi::MPI_Request, PayloadDirection, EventCompleter)>,
     received_pilots: Vec<InboundPilot>,
     datatypes: HashMap<SubarrayKey, ffi::MPI_Datatype>,
     /// Control messages being received, by sender rank, and those complete.
@@ -423,7 +426,7 @@ impl MpiCommunicator {
         };
         check(code, what)?;
         let (event, completer) = AsyncEvent::pending();
-        self.payloads.push((request, completer));
+        self.payloads.push((request, direction, completer));
         Ok(event)
     }
 }
@@ -607,7 +610,7 @@ impl Communicator for MpiCommunicator {
         let mut index = 0;
         while index < self.payloads.len() {
             if Self::test(&mut self.payloads[index].0, &mut status)? {
-                let (_, completer) = self.payloads.swap_remove(index);
+                let (_, _, completer) = self.payloads.swap_remove(index);
                 completer.complete(Ok(Completion::Done));
             } else {
                 index += 1;
@@ -622,6 +625,38 @@ impl Communicator for MpiCommunicator {
             }
         }
         Ok(())
+    }
+
+    fn abandon_transfers(&mut self) -> bool {
+        for (request, direction, _) in &mut self.payloads {
+            if *direction == PayloadDirection::Receive {
+                // SAFETY: an active receive of this communicator. Cancelling one that has not
+                // matched ends it; one that has matched completes as usual.
+                unsafe { ffi::MPI_Cancel(request) };
+            }
+        }
+        // Cancelled receives end at once and sends to a live peer complete soon; a send whose
+        // receiver failed, or a receive already streaming from a failed sender, may never end.
+        let deadline = std::time::Instant::now() + ABANDON_GRACE;
+        let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
+        loop {
+            let mut index = 0;
+            while index < self.payloads.len() {
+                if Self::test(&mut self.payloads[index].0, &mut status).unwrap_or(false) {
+                    let (_, _, completer) = self.payloads.swap_remove(index);
+                    completer.complete(Err(super::abandoned_transfer()));
+                } else {
+                    index += 1;
+                }
+            }
+            self.pilot_sends
+                .retain_mut(|(request, _)| !Self::test(request, &mut status).unwrap_or(false));
+            let clean = self.payloads.is_empty() && self.pilot_sends.is_empty();
+            if clean || std::time::Instant::now() >= deadline {
+                return clean;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 
     fn collective_clone(&mut self) -> Result<Box<dyn Communicator>> {
@@ -727,7 +762,7 @@ impl Drop for MpiCommunicator {
             for (request, _) in &mut self.pilot_sends {
                 ffi::MPI_Wait(request, ffi::RSMPI_STATUS_IGNORE);
             }
-            for (request, _) in &mut self.payloads {
+            for (request, _, _) in &mut self.payloads {
                 ffi::MPI_Wait(request, ffi::RSMPI_STATUS_IGNORE);
             }
             ffi::MPI_Cancel(&mut self.pilot_receive);
@@ -739,52 +774,5 @@ impl Drop for MpiCommunicator {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::grid::{Id, Range, Subrange};
-
-    #[test]
-    fn names_the_linked_mpi_library() {
-        let version = library_version().unwrap();
-        assert!(version.contains("MPI"), "{version}");
-    }
-
-    #[test]
-    fn pilots_survive_encoding() {
-        let message = PilotMessage {
-            id: MessageId(77),
-            transfer: TransferId {
-                consumer: TaskId(5),
-                buffer: BufferId(2),
-                reduction: ReductionId(1),
-            },
-            region_box: GridBox::from_arrays([1, 2, 3], [4, 5, 6]),
-        };
-        assert_eq!(decode_pilot(&encode_pilot(&message)), message);
-        assert_eq!(payload_tag(MessageId(0)), 1);
-        assert_eq!(payload_tag(MessageId(c_int::MAX as u64 - 1)), 1);
-    }
-
-    #[test]
-    fn strides_fold_the_leading_offset_and_reject_int_overflow() {
-        let stride = Stride {
-            allocation_range: Range::new(100, 8, 4),
-            transfer: Subrange::new(Id::new(10, 2, 1), Range::new(5, 3, 2)),
-            elem_size: 8,
-        };
-        let (offset, key) = normalise_stride(&stride).unwrap();
-        assert_eq!(offset, 10 * 8 * 4 * 8);
-        assert_eq!(
-            (key.sizes, key.subsizes, key.starts),
-            ([5, 8, 4], [5, 3, 2], [0, 2, 1])
-        );
-        let huge = Stride {
-            allocation_range: Range::new(4, 1 << 32, 1),
-            transfer: Subrange::new(Id::new(0, 0, 0), Range::new(1, 1 << 32, 1)),
-            elem_size: 1,
-        };
-        let error = normalise_stride(&huge).unwrap_err();
-        assert_eq!(error.kind(), ErrorKind::Communication);
-        assert!(error.message().contains("exceeds MPI's int coordinates"));
-    }
-}
+#[path = "tests/mpi.rs"]
+mod tests;

@@ -77,6 +77,10 @@ pub(super) struct Executor {
     collective_comms: IdMap<CollectiveGroupId, Box<dyn Communicator>>,
     in_flight: Vec<InFlight>,
     shutdown_reached: bool,
+    /// The shutdown epoch has been submitted (it may wait for transfers that never finish).
+    shutdown_submitted: bool,
+    /// After a failure, the outstanding transfers were given up (once).
+    transfers_abandoned: bool,
     aborted: bool,
     /// The first failure of the job, local or announced by a peer: from then on no fence or
     /// epoch reports success (fail-stop, API.md "Faults across ranks").
@@ -95,6 +99,10 @@ pub(super) struct Executor {
     /// Allocations whose alloc failed: work needing them is dropped, their free skipped.
     failed_allocations: HashSet<AllocationId>,
 }
+
+/// How long a shutdown after a failure waits without progress before it gives up the transfers
+/// still outstanding.
+const FAILED_SHUTDOWN_STALL: Duration = Duration::from_millis(250);
 
 /// The launcher a kernel or host task carries.
 fn launcher_of(task: &Task) -> Result<Launcher> {
@@ -149,6 +157,8 @@ impl Executor {
             collective_comms: IdMap::default(),
             in_flight: Vec::new(),
             shutdown_reached: false,
+            shutdown_submitted: false,
+            transfers_abandoned: false,
             aborted: false,
             failure: None,
             spmd: None,
@@ -183,6 +193,9 @@ impl Executor {
             }
             self.backend.end_submissions();
             if self.shutdown_reached && self.engine.is_idle() {
+                break;
+            }
+            if self.failed_shutdown_can_end() {
                 break;
             }
             if self.aborted && self.in_flight.is_empty() {
@@ -224,10 +237,58 @@ impl Executor {
         shutdown_held
     }
 
-    /// At shutdown everything the executor allocated must have been freed.
+    /// After a failure, once the shutdown epoch is submitted, nothing but transfers is left in
+    /// flight and nothing progressed for [`FAILED_SHUTDOWN_STALL`], what remains waits for peers
+    /// that failed or stopped (transfers between live peers finish well within that time, and
+    /// giving them up early could strand a peer's send): the outstanding transfers are
+    /// given up and the executor ends, so that every rank reaches `MPI_Finalize` instead of its
+    /// shutdown watchdog. Only when the communicator confirms that no transfer can still touch an
+    /// allocation; otherwise the executor keeps waiting and the watchdog ends the process.
+    fn failed_shutdown_can_end(&mut self) -> bool {
+        if self.failure.is_none()
+            || !self.shutdown_submitted
+            || self.transfers_abandoned
+            || self.last_progress.elapsed() < FAILED_SHUTDOWN_STALL
+        {
+            return false;
+        }
+        let only_transfers = self.in_flight.iter().all(|flight| {
+            self.instructions.get(&flight.id).is_some_and(|i| {
+                matches!(
+                    i.kind(),
+                    InstructionKind::Send { .. }
+                        | InstructionKind::Receive { .. }
+                        | InstructionKind::SplitReceive { .. }
+                        | InstructionKind::AwaitReceive { .. }
+                        | InstructionKind::GatherReceive { .. }
+                )
+            })
+        });
+        if !only_transfers {
+            return false;
+        }
+        self.transfers_abandoned = true;
+        let abandoned = self.comm.abandon_transfers();
+        tracing::debug!(
+            "shutdown after a failure: {} instruction(s) left waiting for peers; transfers given up: {}",
+            self.instructions.len(),
+            if abandoned {
+                "all"
+            } else {
+                "not all (waiting on)"
+            }
+        );
+        abandoned
+    }
+
+    /// At shutdown everything the executor allocated must have been freed (unless the job
+    /// failed, when work that waited for a failed peer never ran its frees).
     fn finish(&mut self) -> Result<()> {
         self.user_memory.clear();
         self.host_objects.clear();
+        if self.failure.is_some() {
+            return Ok(());
+        }
         let leaked: Vec<_> = self
             .allocations
             .keys()
@@ -273,6 +334,13 @@ impl Executor {
                     if let Some(failure) = &self.failure {
                         fail_fence_or_epoch(&instruction, failure);
                     }
+                    self.shutdown_submitted |= matches!(
+                        instruction.kind(),
+                        InstructionKind::Epoch {
+                            action: EpochAction::Shutdown,
+                            ..
+                        }
+                    );
                     self.engine
                         .submit(EngineInstruction::of(&instruction, system));
                     self.instructions.insert(instruction.id(), instruction);

@@ -1,6 +1,8 @@
 //! Runtime tests: the whole pipeline on one process (`pipeline`), graph, trace and stall
-//! output (`observability`), and the panic guards of the runtime's threads (`thread_guard`).
+//! output (`observability`), faults across in-process nodes (`faults`), and the panic guards of
+//! the runtime's threads (`thread_guard`).
 
+mod faults;
 mod observability;
 mod pipeline;
 mod thread_guard;
