@@ -654,16 +654,23 @@ impl TaskManager {
         )
     }
 
-    /// True dependencies on the whole execution front (for horizons and epochs).
+    /// True dependencies on the whole execution front (for horizons and epochs). The front holds
+    /// each task once, ascending: the edges go in as they are, without `DepsBuilder::add`'s
+    /// duplicate search (what it would build, in the order `register` sorts to).
     fn front_dependencies(&self) -> DepsBuilder {
         let mut deps = DepsBuilder::new();
+        deps.deps.reserve_exact(self.execution_front.len());
         for &t in &self.execution_front {
-            deps.add(
-                &self.graph,
-                t,
-                DependencyKind::True,
-                DependencyOrigin::ExecutionFront,
-            );
+            let length = self
+                .graph
+                .critical_path_length(t)
+                .expect("front task is not live");
+            deps.critical_path_length = deps.critical_path_length.max(length + 1);
+            deps.deps.push(Dependency {
+                task: t,
+                kind: DependencyKind::True,
+                origin: DependencyOrigin::ExecutionFront,
+            });
         }
         deps
     }
