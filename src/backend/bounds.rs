@@ -125,9 +125,33 @@ impl BoundsRecords {
     /// `memory` must be valid for [`Self::bytes`]`(len)` bytes, aligned to [`FALLBACK_BYTES`]
     /// and used by nothing else while `self` lives.
     pub unsafe fn new_in(memory: Box<dyn RecordMemory>, len: usize) -> Self {
-        let fallback_bytes = Self::records_offset(len);
-        let base = memory.as_ptr();
-        // SAFETY: the fallbacks lie inside the memory (the caller's contract); zeroed so that an
+        let mut records = Self { memory, len };
+        records.initialise();
+        records
+    }
+
+    /// Number of accessors these records serve.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether these are the records of no accessor.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Makes used records fresh again, so that the next chunk with as many accessors can take
+    /// them instead of allocating (and zeroing) a new block. The chunk that used them must have
+    /// completed: nothing may access the memory any more.
+    pub fn reset(&mut self) {
+        self.initialise();
+    }
+
+    /// Zeroes the fallbacks and writes empty records (`new_in`'s contract holds for `memory`).
+    fn initialise(&mut self) {
+        let (len, fallback_bytes) = (self.len, Self::records_offset(self.len));
+        let base = self.memory.as_ptr();
+        // SAFETY: the fallbacks lie inside the memory (`new_in`'s contract); zeroed so that an
         // out-of-bounds read yields zero bytes unless the kernel wrote the scratch element before.
         unsafe { std::ptr::write_bytes(base, 0, fallback_bytes) };
         for i in 0..len {
@@ -143,7 +167,6 @@ impl BoundsRecords {
             // multiple of 8 and so is the record size) and is not yet referenced.
             unsafe { Self::slot(base, fallback_bytes, i).write(record) };
         }
-        Self { memory, len }
     }
 
     /// The first byte of the block whose first record is at `first_record`, for a backend that
@@ -198,5 +221,19 @@ mod tests {
         assert_eq!(bbox.display(2), "[-1,6)x[0,4)");
         assert_eq!(records.get(0).fallback_size, FALLBACK_BYTES as u64);
         assert_eq!(records.get(0).fallback as usize % FALLBACK_BYTES, 0);
+    }
+
+    #[test]
+    fn reset_records_report_no_violation_and_zeroed_fallbacks() {
+        let mut records = BoundsRecords::new_host(2).unwrap();
+        records.get(0).record([7, 0, 0]);
+        // A kernel wrote the scratch element of accessor 1.
+        // SAFETY: the fallback is FALLBACK_BYTES long and nothing else uses it.
+        unsafe { records.get(1).fallback.write(0xab) };
+        records.reset();
+        assert!(records.violations().is_empty());
+        // SAFETY: as above.
+        assert_eq!(unsafe { records.get(1).fallback.read() }, 0);
+        assert_eq!(records.len(), 2);
     }
 }

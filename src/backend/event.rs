@@ -3,9 +3,14 @@
 //! The executor polls events in its loop, so `is_complete` is one atomic load. An operation's
 //! outcome (an error, or the pointer of an allocation) is stored once by whoever completes it
 //! and taken by the executor when it retires the instruction.
+//!
+//! Two kinds of event share the type: a *standalone* event owns its state (one allocation), for
+//! operations that complete in any order (communication, CUDA streams); an *in-order* event is a
+//! sequence number in the [`InOrderProgress`] of a thread queue, whose jobs complete one after
+//! another, so that handing out an event allocates nothing.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
@@ -35,10 +40,55 @@ pub struct EventCompleter {
     waiter: std::thread::Thread,
 }
 
+/// How far the jobs of one in-order queue have run: job `n` (counted from 0) is complete once
+/// `completed > n`. Outcomes other than [`Completion::Done`] wait in `outcomes` until taken;
+/// `stored` counts them, so that taking a `Done` outcome neither locks nor writes the line that
+/// the completing thread writes. The two halves sit on separate cache lines.
+#[derive(Debug, Default)]
+pub struct InOrderProgress {
+    completed: CacheLine<AtomicU64>,
+    stored: CacheLine<StoredOutcomes>,
+}
+
+#[derive(Debug, Default)]
+struct StoredOutcomes {
+    count: AtomicUsize,
+    outcomes: Mutex<Vec<(u64, Result<Completion>)>>,
+}
+
+/// A value alone on its cache line (128 bytes: adjacent-line prefetching pairs lines).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct CacheLine<T>(T);
+
+impl InOrderProgress {
+    /// Records the outcome of job `sequence`, which must be the job after the last completed
+    /// one, and marks it complete.
+    pub fn complete(&self, sequence: u64, outcome: Result<Completion>) {
+        debug_assert_eq!(self.completed.0.load(Ordering::Relaxed), sequence);
+        if !matches!(outcome, Ok(Completion::Done)) {
+            let stored = &self.stored.0;
+            stored.outcomes.lock().push((sequence, outcome));
+            stored.count.fetch_add(1, Ordering::Relaxed);
+        }
+        // Release: whoever sees the job complete also sees its stored outcome and count.
+        self.completed.0.store(sequence + 1, Ordering::Release);
+    }
+}
+
+#[derive(Debug, Clone)]
+enum EventKind {
+    Standalone(Arc<EventState>),
+    InOrder {
+        progress: Arc<InOrderProgress>,
+        sequence: u64,
+    },
+}
+
 /// The polling side of an event.
 #[derive(Debug, Clone)]
 pub struct AsyncEvent {
-    state: Arc<EventState>,
+    kind: EventKind,
 }
 
 impl AsyncEvent {
@@ -47,13 +97,20 @@ impl AsyncEvent {
         let state = Arc::new(EventState::default());
         (
             AsyncEvent {
-                state: state.clone(),
+                kind: EventKind::Standalone(state.clone()),
             },
             EventCompleter {
                 state: Some(state),
                 waiter: std::thread::current(),
             },
         )
+    }
+
+    /// The event of job `sequence` of the in-order queue whose progress is `progress`.
+    pub fn in_order(progress: Arc<InOrderProgress>, sequence: u64) -> AsyncEvent {
+        AsyncEvent {
+            kind: EventKind::InOrder { progress, sequence },
+        }
     }
 
     /// An event that is already complete with `outcome`.
@@ -66,18 +123,40 @@ impl AsyncEvent {
     /// Whether the operation has finished (successfully or not). Monotonic.
     #[inline]
     pub fn is_complete(&self) -> bool {
-        self.state.complete.load(Ordering::Acquire)
+        match &self.kind {
+            EventKind::Standalone(state) => state.complete.load(Ordering::Acquire),
+            EventKind::InOrder { progress, sequence } => {
+                progress.completed.0.load(Ordering::Acquire) > *sequence
+            }
+        }
     }
 
-    /// The outcome, once complete; `None` while pending or after it was taken.
+    /// The outcome, once complete; `None` while pending. A standalone event's outcome can be
+    /// taken once (`None` afterwards); an in-order event that completed with
+    /// [`Completion::Done`] keeps reporting it.
     pub fn take_outcome(&self) -> Option<Result<Completion>> {
         if !self.is_complete() {
             return None;
         }
-        self.state.outcome.lock().take()
+        match &self.kind {
+            EventKind::Standalone(state) => state.outcome.lock().take(),
+            EventKind::InOrder { progress, sequence } => {
+                let stored = &progress.stored.0;
+                if stored.count.load(Ordering::Relaxed) == 0 {
+                    return Some(Ok(Completion::Done));
+                }
+                let mut outcomes = stored.outcomes.lock();
+                match outcomes.iter().position(|(s, _)| s == sequence) {
+                    Some(index) => {
+                        stored.count.fetch_sub(1, Ordering::Relaxed);
+                        Some(outcomes.swap_remove(index).1)
+                    }
+                    None => Some(Ok(Completion::Done)),
+                }
+            }
+        }
     }
 }
-
 impl EventCompleter {
     /// Records the outcome and marks the event complete.
     pub fn complete(mut self, outcome: Result<Completion>) {
@@ -118,6 +197,28 @@ mod tests {
         );
         assert_eq!(event.take_outcome(), None);
         assert!(event.is_complete());
+    }
+
+    #[test]
+    fn in_order_events_complete_with_their_own_outcomes() {
+        let progress = Arc::new(InOrderProgress::default());
+        let events: Vec<_> = (0..3)
+            .map(|n| AsyncEvent::in_order(progress.clone(), n))
+            .collect();
+        assert!(events.iter().all(|e| !e.is_complete()));
+        progress.complete(0, Ok(Completion::Done));
+        progress.complete(1, Err(Error::internal("copy failed")));
+        assert!(events[0].is_complete() && events[1].is_complete());
+        assert!(!events[2].is_complete());
+        assert_eq!(events[2].take_outcome(), None);
+        progress.complete(2, Ok(Completion::Allocation(0x2000)));
+        assert_eq!(
+            events[2].take_outcome(),
+            Some(Ok(Completion::Allocation(0x2000)))
+        );
+        assert_eq!(events[0].take_outcome(), Some(Ok(Completion::Done)));
+        let error = events[1].take_outcome().unwrap().unwrap_err();
+        assert_eq!(error.message(), "copy failed");
     }
 
     #[test]

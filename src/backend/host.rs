@@ -13,10 +13,10 @@ use parking_lot::Mutex;
 use super::SendPtr;
 use super::event::{AsyncEvent, Completion};
 use super::host_memory::HostAllocation;
-use super::interface::{Backend, CopyLane, KernelInvocation, LaunchEnvironment, Launcher};
+use super::interface::{Backend, CopyLane, KernelInvocation, Launcher};
 use super::nd_memory::{StridedBox, copy_box_raw};
 use super::system_info::SystemInfo;
-use super::thread_queue::{Lanes, ThreadQueue};
+use super::thread_queue::{HostLaunch, IntoJob, Lanes, ThreadQueue};
 use crate::error::{Error, Result};
 use crate::types::{DeviceId, MemoryId};
 
@@ -61,7 +61,7 @@ impl HostBackend {
         &mut self,
         device: DeviceId,
         index: usize,
-        job: impl FnOnce() -> Result<Completion> + Send + 'static,
+        job: impl IntoJob,
     ) -> AsyncEvent {
         match self.device_lanes.get_mut(device.0 as usize) {
             Some(lanes) => lanes.submit(index, job),
@@ -102,21 +102,9 @@ pub(crate) unsafe fn host_copy_job(
     }
 }
 
-/// Runs `launcher` over `invocation` on the host thread that executes the job (host tasks, and
-/// kernels of emulated devices).
-pub(crate) fn host_launch_job(
-    launcher: Launcher,
-    invocation: KernelInvocation,
-) -> impl FnOnce() -> Result<Completion> + Send + 'static {
-    move || {
-        // SAFETY: host and emulated-device memory is host memory; the slots belong to this chunk.
-        unsafe { invocation.write_host_reduction_identities() };
-        let environment = LaunchEnvironment {
-            stream: 0,
-            cuda: false,
-        };
-        launcher(&invocation, &environment).map(|()| Completion::Done)
-    }
+/// Runs `launcher` over `invocation` on the host thread that executes the job.
+pub(crate) fn host_launch_job(launcher: Launcher, invocation: KernelInvocation) -> HostLaunch {
+    HostLaunch::new(launcher, invocation)
 }
 
 impl Backend for HostBackend {
@@ -231,6 +219,7 @@ impl Backend for HostBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::interface::LaunchEnvironment;
     use crate::grid::{GridBox, Id, Range};
 
     fn wait(event: &AsyncEvent) -> Completion {
@@ -356,7 +345,7 @@ mod tests {
                 "kernel returned 3",
             ))
         });
-        let event = backend.enqueue_host_task(2, failing, invocation(None, Vec::new()));
+        let event = backend.enqueue_host_task(2, failing, invocation(None, Default::default()));
         while !event.is_complete() {
             std::thread::yield_now();
         }
@@ -370,7 +359,12 @@ mod tests {
         assert!(error.message().contains("cannot allocate in M0"));
         let launcher: Launcher = Arc::new(|_: &KernelInvocation, _: &LaunchEnvironment| Ok(()));
         let error = backend
-            .enqueue_device_kernel(DeviceId(5), 0, launcher, invocation(None, Vec::new()))
+            .enqueue_device_kernel(
+                DeviceId(5),
+                0,
+                launcher,
+                invocation(None, Default::default()),
+            )
             .take_outcome()
             .unwrap()
             .unwrap_err();

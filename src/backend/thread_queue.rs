@@ -8,6 +8,10 @@
 //! [`ThreadQueue::wake`]: the executor hands a lane every instruction that became ready in one
 //! pass and wakes it once, instead of once per instruction.
 //!
+//! Jobs complete in order, so a job's event is its sequence number in the queue's
+//! [`InOrderProgress`]: queuing allocates neither an event nor, for kernel and host-task chunks
+//! ([`Job::Launch`]), the job.
+//!
 //! A job that panics completes its event with an internal error naming the thread and the
 //! panic; the thread keeps serving later jobs. Dropping the queue lets queued jobs finish, then
 //! joins the thread.
@@ -16,20 +20,101 @@ use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
+use std::thread::{JoinHandle, Thread};
 
 use parking_lot::Mutex;
 
-use super::event::{AsyncEvent, Completion, EventCompleter};
+use super::event::{AsyncEvent, Completion, InOrderProgress};
+use super::interface::{KernelInvocation, LaunchEnvironment, Launcher};
 use crate::error::{Error, Result};
 use crate::thread_guard::panic_message;
 
-type Job = Box<dyn FnOnce() -> Result<Completion> + Send>;
+/// What a thread queue runs: a job that a backend describes by value (kernel and host-task
+/// chunks: queued without an allocation), or any closure (boxed).
+#[expect(
+    clippy::large_enum_variant,
+    reason = "the chunk is stored inline on purpose: boxing it is the allocation per chunk that this type avoids"
+)]
+pub(crate) enum Job {
+    /// A kernel or host-task chunk on the host.
+    Launch(HostLaunch),
+    /// Anything else.
+    Boxed(Box<dyn FnOnce() -> Result<Completion> + Send>),
+}
+
+impl Job {
+    fn run(self) -> Result<Completion> {
+        match self {
+            Job::Launch(launch) => launch.run(),
+            Job::Boxed(job) => job(),
+        }
+    }
+}
+
+/// What can be queued on a thread queue.
+pub(crate) trait IntoJob {
+    /// The job.
+    fn into_job(self) -> Job;
+}
+
+impl<F: FnOnce() -> Result<Completion> + Send + 'static> IntoJob for F {
+    fn into_job(self) -> Job {
+        Job::Boxed(Box::new(self))
+    }
+}
+
+/// A kernel or host-task chunk for a host thread (host tasks, and kernels of emulated devices):
+/// `launcher` over `invocation`. Queued by value (see [`Job::Launch`]).
+pub(crate) struct HostLaunch {
+    launcher: Launcher,
+    invocation: KernelInvocation,
+}
+
+impl HostLaunch {
+    pub(crate) fn new(launcher: Launcher, invocation: KernelInvocation) -> Self {
+        Self {
+            launcher,
+            invocation,
+        }
+    }
+
+    fn run(self) -> Result<Completion> {
+        // SAFETY: host and emulated-device memory is host memory; the slots belong to this chunk.
+        unsafe { self.invocation.write_host_reduction_identities() };
+        let environment = LaunchEnvironment {
+            stream: 0,
+            cuda: false,
+        };
+        (self.launcher)(&self.invocation, &environment).map(|()| Completion::Done)
+    }
+}
+
+impl IntoJob for HostLaunch {
+    fn into_job(self) -> Job {
+        Job::Launch(self)
+    }
+}
+
+/// A queued job: what to run, its sequence number (its event's), and whom to wake when done.
+struct Entry {
+    job: Job,
+    sequence: u64,
+    waiter: Thread,
+}
+
+#[derive(Default)]
+struct Pending {
+    entries: VecDeque<Entry>,
+    /// The sequence number of the next job submitted.
+    next_sequence: u64,
+}
 
 /// What the submitting side and the worker share.
 #[derive(Default)]
 struct Inbox {
-    jobs: Mutex<VecDeque<(Job, EventCompleter)>>,
+    pending: Mutex<Pending>,
+    /// How far the jobs have run: the events of this queue.
+    progress: Arc<InOrderProgress>,
     /// The worker found the inbox empty and parks (or is about to): a submitter must unpark it.
     sleeping: AtomicBool,
     /// No more jobs come: the worker ends once the inbox is empty.
@@ -41,7 +126,7 @@ impl Inbox {
     fn serve(&self, thread_name: &str) {
         let mut batch = VecDeque::new();
         loop {
-            std::mem::swap(&mut *self.jobs.lock(), &mut batch);
+            std::mem::swap(&mut self.pending.lock().entries, &mut batch);
             if batch.is_empty() {
                 if self.closed.load(Ordering::SeqCst) {
                     return;
@@ -49,20 +134,24 @@ impl Inbox {
                 // Announce first, then look once more: a job pushed after that look finds
                 // `sleeping` set and unparks this thread (the inbox lock orders the two).
                 self.sleeping.store(true, Ordering::SeqCst);
-                if self.jobs.lock().is_empty() && !self.closed.load(Ordering::SeqCst) {
+                if self.pending.lock().entries.is_empty() && !self.closed.load(Ordering::SeqCst) {
                     std::thread::park();
                 }
                 self.sleeping.store(false, Ordering::SeqCst);
                 continue;
             }
-            for (job, completer) in batch.drain(..) {
-                let outcome = catch_unwind(AssertUnwindSafe(job)).unwrap_or_else(|payload| {
-                    let message = panic_message(payload.as_ref());
-                    Err(Error::internal(format!(
-                        "panic on thread {thread_name}: {message}"
-                    )))
-                });
-                completer.complete(outcome);
+            for entry in batch.drain(..) {
+                let job = entry.job;
+                let outcome =
+                    catch_unwind(AssertUnwindSafe(|| job.run())).unwrap_or_else(|payload| {
+                        let message = panic_message(payload.as_ref());
+                        Err(Error::internal(format!(
+                            "panic on thread {thread_name}: {message}"
+                        )))
+                    });
+                self.progress.complete(entry.sequence, outcome);
+                // Cheap unless the waiter parks: then it learns of the completion at once.
+                entry.waiter.unpark();
             }
         }
     }
@@ -102,18 +191,21 @@ impl ThreadQueue {
 
     /// Queues `job` behind every job submitted before it.
     pub fn submit(&self, job: impl FnOnce() -> Result<Completion> + Send + 'static) -> AsyncEvent {
-        let event = self.push(Box::new(job));
+        self.submit_job(job.into_job())
+    }
+
+    /// Like [`Self::submit`], for any job.
+    pub(crate) fn submit_job(&self, job: Job) -> AsyncEvent {
+        let event = self.push(job);
         self.unpark_if_sleeping();
         event
     }
 
-    /// Like [`Self::submit`], but a sleeping thread is only woken by the next [`Self::wake`].
-    pub fn submit_held(
-        &mut self,
-        job: impl FnOnce() -> Result<Completion> + Send + 'static,
-    ) -> AsyncEvent {
+    /// Like [`Self::submit_job`], but a sleeping thread is only woken by the next
+    /// [`Self::wake`].
+    pub(crate) fn submit_held(&mut self, job: Job) -> AsyncEvent {
         self.held = true;
-        self.push(Box::new(job))
+        self.push(job)
     }
 
     /// Wakes the thread for the jobs of [`Self::submit_held`] since the last call, if it sleeps.
@@ -124,9 +216,17 @@ impl ThreadQueue {
     }
 
     fn push(&self, job: Job) -> AsyncEvent {
-        let (event, completer) = AsyncEvent::pending();
-        self.inbox.jobs.lock().push_back((job, completer));
-        event
+        let waiter = std::thread::current();
+        let mut pending = self.inbox.pending.lock();
+        let sequence = pending.next_sequence;
+        pending.next_sequence += 1;
+        pending.entries.push_back(Entry {
+            job,
+            sequence,
+            waiter,
+        });
+        drop(pending);
+        AsyncEvent::in_order(self.inbox.progress.clone(), sequence)
     }
 
     fn unpark_if_sleeping(&self) {
@@ -181,11 +281,7 @@ impl Lanes {
 
     /// Queues `job` on lane `index` (creating lanes up to it); a lane that cannot be started
     /// fails the returned event.
-    pub(crate) fn submit(
-        &mut self,
-        index: usize,
-        job: impl FnOnce() -> Result<Completion> + Send + 'static,
-    ) -> AsyncEvent {
+    pub(crate) fn submit(&mut self, index: usize, job: impl IntoJob) -> AsyncEvent {
         while self.lanes.len() <= index {
             match ThreadQueue::new(format!("{}-{}", self.prefix, self.lanes.len())) {
                 Ok(lane) => self.lanes.push(lane),
@@ -194,9 +290,9 @@ impl Lanes {
         }
         let lane = &mut self.lanes[index];
         if self.holding {
-            lane.submit_held(job)
+            lane.submit_held(job.into_job())
         } else {
-            lane.submit(job)
+            lane.submit_job(job.into_job())
         }
     }
 }

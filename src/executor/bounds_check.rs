@@ -3,6 +3,8 @@
 //! reports every accessor that was used outside its declared box, once, naming the task, the
 //! chunk, the accessor, the buffer and both boxes.
 
+use smallvec::SmallVec;
+
 use crate::backend::bounds::BoundsRecords;
 use crate::backend::interface::{Backend, KernelInvocation};
 use crate::error::{Error, ErrorKind, Result};
@@ -16,21 +18,56 @@ pub(super) struct ArmedCheck {
     records: BoundsRecords,
     chunk: GridBox,
     device: Option<DeviceId>,
-    declared: Vec<GridBox>,
+    declared: SmallVec<[GridBox; 4]>,
+}
+
+/// Most record blocks kept for reuse: more than the chunks a burst keeps in flight on a few
+/// lanes, few enough that the memory they hold does not matter.
+const MAX_SPARE_RECORDS: usize = 32;
+
+/// Record blocks of completed chunks, reset and kept for the next chunks with as many
+/// accessors: arming a chunk then neither allocates nor asks the backend. Device kernels' and
+/// host tasks' records are kept apart (a backend may place device records in pinned memory, or
+/// have none to offer).
+#[derive(Default)]
+pub(super) struct SpareRecords {
+    spare: Vec<(bool, BoundsRecords)>,
+}
+
+impl SpareRecords {
+    fn take(&mut self, device: bool, len: usize) -> Option<BoundsRecords> {
+        let index = self
+            .spare
+            .iter()
+            .position(|(d, records)| *d == device && records.len() == len)?;
+        Some(self.spare.swap_remove(index).1)
+    }
+
+    /// Keeps the records of a completed chunk for reuse.
+    pub(super) fn give_back(&mut self, check: ArmedCheck) {
+        if self.spare.len() < MAX_SPARE_RECORDS {
+            let mut records = check.records;
+            records.reset();
+            self.spare.push((check.device.is_some(), records));
+        }
+    }
 }
 
 /// Gives every accessor of `invocation` a fresh record, if the backend can place records where
 /// the chunk's code writes (device kernels ask the backend; host tasks always run on the host).
 pub(super) fn arm(
     backend: &dyn Backend,
+    spare: &mut SpareRecords,
     invocation: &mut KernelInvocation,
 ) -> Result<Option<ArmedCheck>> {
     if invocation.accessors.is_empty() {
         return Ok(None);
     }
     let len = invocation.accessors.len();
-    let records = match invocation.device {
-        Some(_) => match backend.device_bounds_records(len)? {
+    let on_device = invocation.device.is_some();
+    let records = match spare.take(on_device, len) {
+        Some(records) => records,
+        None if on_device => match backend.device_bounds_records(len)? {
             Some(records) => records,
             None => return Ok(None),
         },

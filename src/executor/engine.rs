@@ -25,7 +25,8 @@ use std::collections::BinaryHeap;
 
 use smallvec::SmallVec;
 
-use crate::types::{DeviceId, IdMap, IdSet, InstructionId};
+use super::id_window::IdWindow;
+use crate::types::{DeviceId, IdSet, InstructionId};
 
 /// Most lanes (CUDA streams, or threads of an emulated device) the engine opens per device:
 /// enough for independent kernels to overlap, few enough that a burst of short kernels neither
@@ -111,7 +112,7 @@ struct Lane {
 pub struct OutOfOrderEngine {
     host_lanes: Vec<Lane>,
     device_lanes: Vec<Vec<Lane>>,
-    incomplete: IdMap<InstructionId, Node>,
+    incomplete: IdWindow<Node>,
     execution_front: IdSet<InstructionId>,
     /// Max-heap by priority; among equal priorities the older instruction first.
     assignment_queue: BinaryHeap<(i32, Reverse<InstructionId>)>,
@@ -123,7 +124,7 @@ impl OutOfOrderEngine {
         Self {
             host_lanes: Vec::new(),
             device_lanes: (0..num_devices).map(|_| Vec::new()).collect(),
-            incomplete: IdMap::default(),
+            incomplete: IdWindow::default(),
             execution_front: IdSet::default(),
             assignment_queue: BinaryHeap::new(),
         }
@@ -158,7 +159,7 @@ impl OutOfOrderEngine {
                     .copied()
                     .filter(|d| self.incomplete.contains_key(d))
                     .collect();
-                (*id, waiting_on)
+                (id, waiting_on)
             })
             .collect();
         list.sort();
@@ -366,8 +367,10 @@ impl OutOfOrderEngine {
         if node.incomplete_predecessors == 0 {
             self.execution_front.insert(id);
         }
-        let successors = node.successors.clone();
-        for successor in successors {
+        // Taken out while the successors are updated (none of them looks at this list), then
+        // put back: no copy of the list per assignment.
+        let successors = std::mem::take(&mut node.successors);
+        for &successor in &successors {
             let successor_node = self
                 .incomplete
                 .get_mut(&successor)
@@ -377,6 +380,10 @@ impl OutOfOrderEngine {
                 self.try_mark_for_assignment(successor);
             }
         }
+        self.incomplete
+            .get_mut(&id)
+            .expect("assigned, not complete")
+            .successors = successors;
         Some(Assignment {
             id,
             target,

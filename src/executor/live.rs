@@ -30,7 +30,7 @@ use smallvec::SmallVec;
 mod reports;
 mod start;
 
-use super::bounds_check::ArmedCheck;
+use super::bounds_check::{ArmedCheck, SpareRecords};
 use super::control::{ControlMessage, SpmdChecker};
 use super::engine::{Assignment, EngineInstruction, OutOfOrderEngine};
 use super::interface::{ExecutorConfig, ExecutorDelegate, ExecutorMessage};
@@ -62,6 +62,12 @@ struct InFlight {
 }
 
 pub(super) struct Executor {
+    // Fields drop in declaration order: the bounds records (possibly the backend's pinned
+    // memory) go back to the backend before it is dropped.
+    /// The bounds records of running kernel and host-task chunks.
+    bounds_checks: HashMap<InstructionId, ArmedCheck>,
+    /// Record blocks of completed chunks, for the next chunks to arm.
+    spare_records: SpareRecords,
     backend: Box<dyn Backend>,
     comm: Box<dyn Communicator>,
     delegate: Arc<dyn ExecutorDelegate>,
@@ -92,8 +98,6 @@ pub(super) struct Executor {
     stall_reported: bool,
     /// Present only with `trace_file`: one check per dispatch and retirement otherwise.
     trace: Option<Box<TraceLog>>,
-    /// The bounds records of running kernel and host-task chunks.
-    bounds_checks: HashMap<InstructionId, ArmedCheck>,
     /// Tasks whose failure was reported (further failures of their chunks are not).
     failed_tasks: HashSet<TaskId>,
     /// Allocations whose alloc failed: work needing them is dropped, their free skipped.
@@ -167,6 +171,7 @@ impl Executor {
             stall_reported: false,
             trace,
             bounds_checks: HashMap::new(),
+            spare_records: SpareRecords::default(),
             failed_tasks: HashSet::new(),
             failed_allocations: HashSet::new(),
         }
@@ -398,6 +403,7 @@ impl Executor {
     fn complete(&mut self, id: InstructionId) {
         if let Some(check) = self.bounds_checks.remove(&id) {
             self.report_bounds_violations(id, &check);
+            self.spare_records.give_back(check);
         }
         if let Some(trace) = &mut self.trace {
             trace.instruction_retired(id);

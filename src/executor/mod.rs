@@ -11,6 +11,7 @@ mod dry_run;
 pub mod engine;
 mod engine_view;
 pub mod handle;
+mod id_window;
 pub mod interface;
 pub mod live;
 pub mod receive_arbiter;

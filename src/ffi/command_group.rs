@@ -5,6 +5,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use super::boundary::{self, OutPtr};
 use super::buffer::{celerity_buffer, lookup};
@@ -395,7 +396,8 @@ fn c_launcher(
 ) -> Launcher {
     Arc::new(
         move |invocation: &KernelInvocation, environment: &LaunchEnvironment| {
-            let accessors: Vec<celerity_accessor> = invocation
+            // Inline for up to three accessors: no allocation per launch.
+            let accessors: SmallVec<[celerity_accessor; 3]> = invocation
                 .accessors
                 .iter()
                 .map(|a| celerity_accessor {

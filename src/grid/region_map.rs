@@ -134,27 +134,33 @@ impl<T: Clone + PartialEq> RegionMap<T> {
             return;
         }
         let mut hits: SmallVec<[(GridBox, bool); 8]> = SmallVec::new();
-        self.root
-            .query(&b, &mut |hb, hv| hits.push((*hb, *hv == value)));
+        // An entry of exactly `b` is the only one meeting `b` (entries are disjoint): it takes the
+        // value in place during the query, and the tree's shape does not change.
+        let mut value = Some(value);
+        self.root.query_mut(&b, &mut |hb, hv| {
+            let same = value.as_ref().is_none_or(|v| hv == v);
+            if *hb == b && !same {
+                *hv = value.take().expect("one entry is exactly the box");
+            }
+            hits.push((*hb, same));
+        });
+        let Some(value) = value else {
+            self.try_merge(&mut smallvec::smallvec![b]);
+            return;
+        };
         if hits.iter().all(|&(_, same)| same) {
             return; // already holds the value everywhere
         }
         let mut candidates: SmallVec<[GridBox; 8]> = SmallVec::new();
-        if hits.len() == 1 && hits[0].0 == b {
-            // in place: the tree shape does not change
-            *self.root.find_mut(&b).expect("entry vanished") = value;
-            candidates.push(b);
-        } else {
-            for &(hb, same) in &hits {
-                if same && b.covers(&hb) {
-                    // already holds the value and is swallowed by the new entry
-                    self.erase(&hb);
-                } else if !self.cut_outside(&hb, &b, &mut candidates) {
-                    self.erase(&hb);
-                }
+        for &(hb, same) in &hits {
+            if same && b.covers(&hb) {
+                // already holds the value and is swallowed by the new entry
+                self.erase(&hb);
+            } else if !self.cut_outside(&hb, &b, &mut candidates) {
+                self.erase(&hb);
             }
-            candidates.push(self.insert_new(b, value));
         }
+        candidates.push(self.insert_new(b, value));
         self.try_merge(&mut candidates);
     }
 
@@ -168,23 +174,29 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         if b.is_empty() {
             return;
         }
-        let mut changes: SmallVec<[(GridBox, T); 4]> = SmallVec::new();
-        self.root.query(&b, &mut |hb, hv| {
+        // Entries inside `b` change in place during the query (the tree's shape stays); entries
+        // reaching out of it keep their new value (`Some`) until they are cut, in query order.
+        let mut changes: SmallVec<[(GridBox, Option<T>); 4]> = SmallVec::new();
+        self.root.query_mut(&b, &mut |hb, hv| {
             let nv = f(hv);
             if nv != *hv {
-                changes.push((*hb, nv));
+                if b.covers(hb) {
+                    *hv = nv;
+                    changes.push((*hb, None));
+                } else {
+                    changes.push((*hb, Some(nv)));
+                }
             }
         });
         let mut candidates: SmallVec<[GridBox; 8]> = SmallVec::new();
         for (hb, nv) in changes {
-            let inside = hb.intersection(&b);
-            if inside == hb {
-                *self.root.find_mut(&hb).expect("entry vanished") = nv;
-                candidates.push(hb);
-            } else {
-                let cut = self.cut_outside(&hb, &b, &mut candidates);
-                debug_assert!(cut, "an entry reaching out of the box has parts outside it");
-                candidates.push(self.insert_new(inside, nv));
+            match nv {
+                None => candidates.push(hb),
+                Some(nv) => {
+                    let cut = self.cut_outside(&hb, &b, &mut candidates);
+                    debug_assert!(cut, "an entry reaching out of the box has parts outside it");
+                    candidates.push(self.insert_new(hb.intersection(&b), nv));
+                }
             }
         }
         self.try_merge(&mut candidates);
@@ -225,11 +237,22 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         let Some((&first, rest)) = pieces.split_first() else {
             return false;
         };
-        let old = self.root.shrink_entry(hb, first).expect("entry vanished");
         candidates.push(first);
-        for &piece in rest {
+        // the value is copied only for the pieces beyond the first, and moved into the last
+        let Some((&last, middle)) = rest.split_last() else {
+            self.root
+                .shrink_entry(hb, first, |_| ())
+                .expect("entry vanished");
+            return true;
+        };
+        let old = self
+            .root
+            .shrink_entry(hb, first, T::clone)
+            .expect("entry vanished");
+        for &piece in middle {
             candidates.push(self.insert_new(piece, old.clone()));
         }
+        candidates.push(self.insert_new(last, old));
         true
     }
 
@@ -288,11 +311,23 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     /// Replaces every value `v` by `f(v)` and merges the entries that changed
     /// with equal-valued neighbours.
     pub fn apply_to_values(&mut self, mut f: impl FnMut(&T) -> T) {
+        self.change_values(|v| {
+            let nv = f(v);
+            let changed = nv != *v;
+            if changed {
+                *v = nv;
+            }
+            changed
+        });
+    }
+
+    /// Lets `f` change every value in place (returning whether it did) and merges the entries
+    /// that changed with equal-valued neighbours: [`RegionMap::apply_to_values`] without a new
+    /// value (and its comparison) for every entry.
+    pub fn change_values(&mut self, mut f: impl FnMut(&mut T) -> bool) {
         let mut changed: SmallVec<[GridBox; 8]> = SmallVec::new();
         self.root.for_each_mut(&mut |b, v| {
-            let nv = f(v);
-            if nv != *v {
-                *v = nv;
+            if f(v) {
                 changed.push(*b);
             }
         });
@@ -368,21 +403,42 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     /// Merges each candidate entry with an equal-valued neighbour of matching shape (the first
     /// found in face order: low then high side of dimension 0, 1, 2), until nothing changes.
     fn try_merge(&mut self, candidates: &mut SmallVec<[GridBox; 8]>) {
-        let mut alive: SmallVec<[bool; 8]> = SmallVec::from_elem(true, candidates.len());
+        if candidates.is_empty() {
+            return;
+        }
+        // Per candidate: the number of merges done when it last found no partner (`None`: never
+        // checked, or dead). The map changes only by merges here, so a candidate checked since
+        // the last merge would find no partner again and is skipped: the same merges as checking
+        // every candidate in every round, without the final round that finds nothing.
+        const DEAD: usize = usize::MAX;
+        let mut inline = [None; 8];
+        let mut spilled;
+        let checked_at: &mut [Option<usize>] = if candidates.len() <= inline.len() {
+            &mut inline[..candidates.len()]
+        } else {
+            spilled = vec![None; candidates.len()];
+            &mut spilled
+        };
+        let mut merges = 0usize;
         let mut merged_any = true;
         while merged_any {
             merged_any = false;
             for i in 0..candidates.len() {
-                if !alive[i] {
-                    continue;
+                match checked_at[i] {
+                    Some(DEAD) => continue,
+                    Some(at) if at == merges => continue,
+                    _ => {}
                 }
                 let b = candidates[i];
                 let Some(nb) = self.merge_partner(&b) else {
+                    checked_at[i] = Some(merges);
                     continue;
                 };
                 if let Some(j) = candidates.iter().position(|c| *c == nb) {
-                    alive[j] = false;
+                    checked_at[j] = Some(DEAD);
                 }
+                merges += 1;
+                checked_at[i] = None;
                 // the partner goes, the candidate grows in place over it
                 self.erase(&nb);
                 let merged = b.bounding_box(&nb);

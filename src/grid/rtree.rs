@@ -79,6 +79,19 @@ impl<T> Node<T> {
         }
     }
 
+    /// Calls `f` for every entry intersecting `q`, with mutable access to its value (the same
+    /// entries in the same order as [`Self::query`]; values may change, boxes may not).
+    pub fn query_mut(&mut self, q: &GridBox, f: &mut impl FnMut(&GridBox, &mut T)) {
+        for (b, s) in self.boxes.iter().zip(self.slots.iter_mut()) {
+            if b.intersects(q) {
+                match s {
+                    Slot::Value(v) => f(b, v),
+                    Slot::Node(n) => n.query_mut(q, f),
+                }
+            }
+        }
+    }
+
     /// The entries of a leaf node (boxes and values side by side), `None` for an inner node. A
     /// small map is a single leaf: scanning it beats descending the tree once per question.
     #[inline]
@@ -95,24 +108,6 @@ impl<T> Node<T> {
                     Slot::Node(n) => {
                         if let Some(hit) = n.point_query(p) {
                             return Some(hit);
-                        }
-                    }
-                }
-            }
-        }
-        None
-    }
-
-    /// Mutable access to the value of the entry whose box is exactly `b`.
-    pub fn find_mut(&mut self, b: &GridBox) -> Option<&mut T> {
-        for (cb, s) in self.boxes.iter().zip(self.slots.iter_mut()) {
-            if cb.covers(b) {
-                match s {
-                    Slot::Value(v) if cb == b => return Some(v),
-                    Slot::Value(_) => {}
-                    Slot::Node(n) => {
-                        if let Some(v) = n.find_mut(b) {
-                            return Some(v);
                         }
                     }
                 }
@@ -231,12 +226,25 @@ impl<T> Node<T> {
     }
 
     /// Replaces the box of the entry `old` by `new`, which must lie inside it, keeping the value,
-    /// and tightens the bounding boxes on the way; returns a copy of the value (`None` if `old` is
+    /// and tightens the bounding boxes on the way; returns `f` of the value (`None` if `old` is
     /// not an entry). Cheaper than erasing and re-inserting a shrunk entry.
-    pub fn shrink_entry(&mut self, old: &GridBox, new: GridBox) -> Option<T>
-    where
-        T: Clone,
-    {
+    pub fn shrink_entry<R>(
+        &mut self,
+        old: &GridBox,
+        new: GridBox,
+        f: impl FnOnce(&T) -> R,
+    ) -> Option<R> {
+        self.shrink_entry_dyn(old, new, &mut Some(f))
+    }
+
+    /// [`Self::shrink_entry`] with the function taken out of `f` where the entry is found (so
+    /// the recursion passes one reference, not the closure by value).
+    fn shrink_entry_dyn<R, F: FnOnce(&T) -> R>(
+        &mut self,
+        old: &GridBox,
+        new: GridBox,
+        f: &mut Option<F>,
+    ) -> Option<R> {
         debug_assert!(old.covers(&new) && !new.is_empty());
         for i in 0..self.boxes.len() {
             if !self.boxes[i].covers(old) {
@@ -246,13 +254,13 @@ impl<T> Node<T> {
                 Slot::Value(v) => {
                     if self.boxes[i] == *old {
                         self.boxes[i] = new;
-                        return Some(v.clone());
+                        return Some(f.take().expect("entry found once")(v));
                     }
                 }
                 Slot::Node(child) => {
-                    if let Some(v) = child.shrink_entry(old, new) {
+                    if let Some(r) = child.shrink_entry_dyn(old, new, f) {
                         self.boxes[i] = child.bbox();
-                        return Some(v);
+                        return Some(r);
                     }
                 }
             }

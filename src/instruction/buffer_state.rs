@@ -20,6 +20,8 @@
 //! Every tracked instruction id older than an applied epoch (or horizon) is replaced by it, which
 //! bounds the state.
 
+use std::borrow::Cow;
+
 use smallvec::SmallVec;
 
 use crate::backend::system_info::MemoryMask;
@@ -27,15 +29,15 @@ use crate::grid::{BoxVec, GridBox, Range, Region, RegionBuilder, RegionMap};
 use crate::types::{AllocationId, InstructionId, MemoryId, ReductionId, TaskId};
 
 /// `region ∩ b`, without set arithmetic when `region` lies inside `b` or misses it (the common
-/// cases when a buffer has many allocations).
-pub(crate) fn clip(region: &Region, b: &GridBox) -> Region {
+/// cases when a buffer has many allocations), and without a copy when it lies inside.
+pub(crate) fn clip<'a>(region: &'a Region, b: &GridBox) -> Cow<'a, Region> {
     let bounds = region.bounding_box();
     if !bounds.intersects(b) {
-        Region::new()
+        Cow::Owned(Region::new())
     } else if b.covers(&bounds) {
-        region.clone()
+        Cow::Borrowed(region)
     } else {
-        region.intersection_with_box(b)
+        Cow::Owned(region.intersection_with_box(b))
     }
 }
 
@@ -142,6 +144,19 @@ impl AccessFront {
         self.instructions.push(instruction);
     }
 
+    /// The front with a newer instruction added, allocated once at its final size (a clone
+    /// followed by [`Self::add`] grows a spilled front a second time).
+    pub fn with_added(&self, instruction: InstructionId) -> Self {
+        debug_assert!(self.instructions.last().is_none_or(|&l| l < instruction));
+        let mut instructions = SmallVec::with_capacity(self.instructions.len() + 1);
+        instructions.extend_from_slice(&self.instructions);
+        instructions.push(instruction);
+        Self {
+            instructions,
+            mode: self.mode,
+        }
+    }
+
     /// The instructions, sorted by id.
     pub fn instructions(&self) -> &[InstructionId] {
         &self.instructions
@@ -166,6 +181,18 @@ impl AccessFront {
             instructions,
             mode: self.mode,
         }
+    }
+
+    /// Replaces every instruction older than `epoch` by `epoch` in place; returns whether any
+    /// was (the front then equals [`Self::with_epoch_applied`]).
+    pub fn apply_epoch(&mut self, epoch: InstructionId) -> bool {
+        let first_kept = self.instructions.partition_point(|&i| i <= epoch);
+        if first_kept == 0 || (first_kept == 1 && self.instructions[0] == epoch) {
+            return false;
+        }
+        self.instructions[0] = epoch;
+        self.instructions.drain(1..first_kept);
+        true
     }
 
     /// Whether the front is exactly `[epoch]`.
@@ -210,9 +237,7 @@ impl BufferAllocation {
         self.last_concurrent_accesses
             .update_region_with(region, |front| {
                 if front.mode == FrontMode::Read {
-                    let mut front = front.clone();
-                    front.add(instruction);
-                    front
+                    front.with_added(instruction)
                 } else {
                     AccessFront::single(instruction, FrontMode::Read)
                 }
@@ -244,9 +269,9 @@ impl BufferAllocation {
         if region.is_empty() {
             return;
         }
-        for (b, mut front) in self.last_writers.get_region_values(region) {
+        for (b, front) in self.last_writers.get_region_values(region) {
             debug_assert_eq!(front.mode, FrontMode::Write);
-            front.add(instruction);
+            let front = front.with_added(instruction);
             self.last_writers.update_box(&b, front.clone());
             self.last_concurrent_accesses.update_box(&b, front);
         }
@@ -254,10 +279,9 @@ impl BufferAllocation {
 
     /// Replaces instructions older than `epoch` by `epoch`.
     pub fn apply_epoch(&mut self, epoch: InstructionId) {
-        self.last_writers
-            .apply_to_values(|f| f.with_epoch_applied(epoch));
+        self.last_writers.change_values(|f| f.apply_epoch(epoch));
         self.last_concurrent_accesses
-            .apply_to_values(|f| f.with_epoch_applied(epoch));
+            .change_values(|f| f.apply_epoch(epoch));
     }
 }
 
@@ -434,9 +458,12 @@ impl BufferState {
                 allocation.apply_epoch(epoch);
             }
         }
-        self.original_writers.apply_to_values(|w| OriginalWrite {
-            writer: w.writer.max(epoch),
-            memory: w.memory,
+        self.original_writers.change_values(|w| {
+            let older = w.writer < epoch;
+            if older {
+                w.writer = epoch;
+            }
+            older
         });
         debug_assert!(
             self.pending_receives.is_empty() && self.pending_gathers.is_empty(),

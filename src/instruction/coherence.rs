@@ -227,9 +227,17 @@ fn split_by_allocations(
                 continue;
             }
             if system.can_copy(source, dest) {
-                needs.direct.entry((source, dest)).or_default().push(copy);
+                needs
+                    .direct
+                    .entry((source, dest))
+                    .or_default()
+                    .push(copy.into_owned());
             } else {
-                needs.staged.entry(source).or_default().push((dest, copy));
+                needs
+                    .staged
+                    .entry(source)
+                    .or_default()
+                    .push((dest, copy.into_owned()));
             }
         }
     }

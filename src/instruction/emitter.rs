@@ -21,7 +21,10 @@ use super::recorder::{DependencyOrigin, InstructionRecord, InstructionRecorder, 
 pub(crate) struct PendingInstruction {
     id: InstructionId,
     priority: i32,
-    dependencies: SmallVec<[(InstructionId, DependencyOrigin); 4]>,
+    /// Predecessors in the order found: moved into the [`Instruction`] as they are.
+    dependencies: SmallVec<[InstructionId; 4]>,
+    /// Why each dependency exists, side by side with `dependencies` (only while recording).
+    origins: SmallVec<[DependencyOrigin; 4]>,
     kind: InstructionKind,
     detail: RecordDetail,
 }
@@ -87,6 +90,7 @@ impl Emitter {
             id,
             priority,
             dependencies: SmallVec::new(),
+            origins: SmallVec::new(),
             kind,
             detail,
         });
@@ -113,9 +117,13 @@ impl Emitter {
         origin: DependencyOrigin,
     ) {
         debug_assert!(to < from, "{from} cannot depend on the newer {to}");
+        let recording = self.is_recording();
         let pending = self.pending_mut(from);
-        if !pending.dependencies.iter().any(|(d, _)| *d == to) {
-            pending.dependencies.push((to, origin));
+        if !pending.dependencies.contains(&to) {
+            pending.dependencies.push(to);
+            if recording {
+                pending.origins.push(origin);
+            }
         }
         self.execution_front.remove(&to);
     }
@@ -231,12 +239,14 @@ impl Emitter {
             .filter(|&i| i != horizon_or_epoch)
             .collect();
         front.sort_unstable();
+        let recording = self.is_recording();
         let pending = self.pending_mut(horizon_or_epoch);
-        for i in front {
+        if recording {
             pending
-                .dependencies
-                .push((i, DependencyOrigin::ExecutionFront));
+                .origins
+                .extend(front.iter().map(|_| DependencyOrigin::ExecutionFront));
         }
+        pending.dependencies.extend(front);
         self.execution_front.clear();
         self.execution_front.insert(horizon_or_epoch);
     }
@@ -252,16 +262,26 @@ impl Emitter {
                 pending.id,
                 pending.kind.name()
             );
+            let recorded_dependencies: Vec<(InstructionId, DependencyOrigin)> = match &self.recorder
+            {
+                Some(_) => pending
+                    .dependencies
+                    .iter()
+                    .copied()
+                    .zip(pending.origins)
+                    .collect(),
+                None => Vec::new(),
+            };
             let instruction = Arc::new(Instruction {
                 id: pending.id,
                 priority: pending.priority,
-                dependencies: pending.dependencies.iter().map(|(d, _)| *d).collect(),
+                dependencies: pending.dependencies,
                 kind: pending.kind,
             });
             if let Some(r) = &mut self.recorder {
                 r.instructions.push(InstructionRecord {
                     instruction: instruction.clone(),
-                    dependencies: pending.dependencies.into_vec(),
+                    dependencies: recorded_dependencies,
                     detail: pending.detail,
                 });
             }

@@ -17,7 +17,10 @@
 //!    collective groups are updated, local reductions finished, and any instruction still
 //!    without a dependency is anchored on the last epoch.
 
+use std::borrow::Cow;
 use std::sync::Arc;
+
+use smallvec::{SmallVec, smallvec};
 
 use crate::backend::system_info::MemoryMask;
 use crate::command::Command;
@@ -56,6 +59,22 @@ impl BufferFootprint {
         requirements: &[ChunkRequirements],
     ) -> Self {
         let mut required: PerMemory<BoxVec> = PerMemory::new();
+        let reduction = task.reductions().iter().find(|r| r.bid == bid);
+        if let ([r], None) = (requirements, reduction) {
+            // one chunk, no reduction: the chunk's own (canonical) regions, no re-normalising
+            let b = r.buffer(bid);
+            let accessed = match (b.reads.is_empty(), b.writes.is_empty()) {
+                (_, true) => b.reads.clone(),
+                (true, false) => b.writes.clone(),
+                (false, false) => b.reads.union(&b.writes),
+            };
+            return Self {
+                accessed,
+                consumed: b.reads.clone(),
+                include_current_value: false,
+                required,
+            };
+        }
         let mut accessed = RegionBuilder::new();
         let mut consumed = RegionBuilder::new();
         for r in requirements {
@@ -64,7 +83,6 @@ impl BufferFootprint {
             accessed.add_region(&b.reads);
             consumed.add_region(&b.reads);
         }
-        let reduction = task.reductions().iter().find(|r| r.bid == bid);
         let include_current_value =
             reduction.is_some_and(|r| r.init_from_buffer && is_reduction_initializer);
         if reduction.is_some() {
@@ -89,8 +107,8 @@ impl BufferFootprint {
 }
 
 /// The buffers a task touches (accesses and reductions), in id order.
-fn touched_buffers(task: &Task) -> Vec<BufferId> {
-    let mut bids: Vec<BufferId> = task.access_map().accessed_buffers().collect();
+fn touched_buffers(task: &Task) -> SmallVec<[BufferId; 4]> {
+    let mut bids: SmallVec<[BufferId; 4]> = task.access_map().accessed_buffers().collect();
     bids.extend(task.reductions().iter().map(|r| r.bid));
     bids.sort_unstable();
     bids.dedup();
@@ -98,7 +116,9 @@ fn touched_buffers(task: &Task) -> Vec<BufferId> {
 }
 
 /// Per buffer of a chunk: buffer, reads, writes (reduction outputs included), bounds of both.
-type AccessSets = (BufferId, Region, Region, GridBox);
+/// Borrowed from the chunk's requirements (writes are owned only where a reduction adds its
+/// scalar).
+type AccessSets<'a> = (BufferId, &'a Region, Cow<'a, Region>, GridBox);
 
 /// The allocations of `memory` that intersect `bounds`.
 fn touched_mut<'a>(
@@ -143,7 +163,7 @@ impl InstructionGraphGenerator {
             .iter()
             .map(|r| self.prepare_local_reduction(r, is_reduction_initializer, chunks.len()))
             .collect();
-        let instructions: Vec<InstructionId> = chunks
+        let instructions: SmallVec<[InstructionId; 4]> = chunks
             .iter()
             .zip(&requirements)
             .map(|(c, r)| self.launch_chunk(command, task, c, r))
@@ -215,7 +235,7 @@ impl InstructionGraphGenerator {
         task: &Task,
         execution_box: &GridBox,
         report: bool,
-    ) -> crate::Result<Vec<LocalChunk>> {
+    ) -> crate::Result<SmallVec<[LocalChunk; 1]>> {
         let on_device = task.execution_target() == ExecutionTarget::Device;
         if on_device && self.system.devices.is_empty() {
             return Err(crate::Error::unsupported(format!(
@@ -229,11 +249,12 @@ impl InstructionGraphGenerator {
         let hints = task.hints();
         let split = if hints.split_2d { split_2d } else { split_1d };
         let granularity = task.geometry().granularity;
-        let coarse = if splittable && on_device && self.system.devices.len() > 1 {
-            split(execution_box, &granularity, self.system.devices.len())
-        } else {
-            vec![*execution_box]
-        };
+        let coarse: SmallVec<[GridBox; 1]> =
+            if splittable && on_device && self.system.devices.len() > 1 {
+                split(execution_box, &granularity, self.system.devices.len()).into()
+            } else {
+                smallvec![*execution_box]
+            };
         let mut factor = 1;
         if hints.oversubscribe > 1 {
             if splittable && task.reductions().is_empty() {
@@ -256,7 +277,7 @@ impl InstructionGraphGenerator {
                 });
             }
         }
-        let mut chunks = Vec::with_capacity(coarse.len() * factor);
+        let mut chunks = SmallVec::with_capacity(coarse.len() * factor);
         for (i, c) in coarse.iter().enumerate() {
             let (memory, device) = if on_device {
                 (
@@ -266,16 +287,16 @@ impl InstructionGraphGenerator {
             } else {
                 (MemoryId::HOST, None)
             };
-            let fine = if factor > 1 {
-                split(c, &granularity, factor)
-            } else {
-                vec![*c]
-            };
-            chunks.extend(fine.into_iter().map(|execution_box| LocalChunk {
+            let chunk = |execution_box| LocalChunk {
                 memory,
                 device,
                 execution_box,
-            }));
+            };
+            if factor > 1 {
+                chunks.extend(split(c, &granularity, factor).into_iter().map(chunk));
+            } else {
+                chunks.push(chunk(*c));
+            }
         }
         Ok(chunks)
     }
@@ -386,6 +407,9 @@ impl InstructionGraphGenerator {
         let mut discarded = RegionBuilder::new();
         discarded.add_region(&footprint.accessed.difference(&footprint.consumed));
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        if buffer.pending_receives.is_empty() {
+            return (Vec::new(), discarded.into_region());
+        }
         let consumed = &footprint.consumed;
         let (applied, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut buffer.pending_receives)
             .into_iter()
@@ -516,19 +540,19 @@ impl InstructionGraphGenerator {
         instructions: &[InstructionId],
     ) {
         // per chunk, per buffer: reads, writes (including reduction outputs) and their bounds
-        let sets: Vec<Vec<AccessSets>> = requirements
+        let sets: SmallVec<[SmallVec<[AccessSets; 4]>; 1]> = requirements
             .iter()
             .map(|r| {
                 r.buffers
                     .iter()
                     .map(|b| {
                         let writes = if task.reductions().iter().any(|r| r.bid == b.bid) {
-                            b.writes.union_box(&SCALAR_BOX)
+                            Cow::Owned(b.writes.union_box(&SCALAR_BOX))
                         } else {
-                            b.writes.clone()
+                            Cow::Borrowed(&b.writes)
                         };
                         let bounds = b.reads.bounding_box().bounding_box(&writes.bounding_box());
-                        (b.bid, b.reads.clone(), writes, bounds)
+                        (b.bid, &b.reads, writes, bounds)
                     })
                     .filter(|(_, r, w, _)| !r.is_empty() || !w.is_empty())
                     .collect()
@@ -564,9 +588,9 @@ impl InstructionGraphGenerator {
             for (bid, reads, writes, bounds) in set {
                 let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
                 let read_only = if writes.is_empty() {
-                    reads.clone()
+                    Cow::Borrowed(*reads)
                 } else {
-                    reads.difference(writes)
+                    Cow::Owned(reads.difference(writes))
                 };
                 for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
                     let b = allocation.allocated_box;

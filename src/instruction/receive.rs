@@ -121,7 +121,7 @@ impl InstructionGraphGenerator {
                 let split = self.em.create(
                     InstructionKind::SplitReceive {
                         transfer,
-                        region: received.clone(),
+                        region: Region::clone(&received),
                         dest: aid,
                         allocated_box,
                         elem_size,
@@ -154,7 +154,7 @@ impl InstructionGraphGenerator {
                 let recv = self.em.create(
                     InstructionKind::Receive {
                         transfer,
-                        region: received.clone(),
+                        region: Region::clone(&received),
                         dest: aid,
                         allocated_box,
                         elem_size,

@@ -96,9 +96,9 @@ struct BufferRegions {
 #[derive(Debug)]
 pub struct BufferAccessMap {
     task: TaskId,
-    geometry: TaskGeometry,
-    /// The accesses and per-buffer regions, boxed so that tasks stay small (they are moved into
-    /// their `Arc` and most of them have no or few accesses); `None` without accesses.
+    /// The geometry, accesses and per-buffer regions, boxed so that tasks stay small (they are
+    /// moved into their `Arc` and most of them have no or few accesses); `None` without accesses
+    /// (nothing is ever evaluated against the geometry then).
     data: Option<Box<AccessData>>,
     /// Set once a clamped custom mapper result has been reported for this task.
     clamp_warned: AtomicBool,
@@ -106,10 +106,33 @@ pub struct BufferAccessMap {
 
 #[derive(Debug)]
 struct AccessData {
+    geometry: TaskGeometry,
     accesses: SmallVec<[BufferAccess; 2]>,
     /// One entry per accessed buffer, in order of first access.
     buffers: SmallVec<[BufferRegions; 2]>,
 }
+
+/// `into ∪= other` with [`Region::union`]'s result, but without its copy where one side is
+/// empty or a single box the other covers (the same fast paths, in the same order).
+fn unite(into: &mut Region, other: Region) {
+    if into.is_empty() {
+        *into = other;
+    } else if other.is_empty() || (other.boxes().len() == 1 && into.covers(&other)) {
+        // keep `into`
+    } else if into.boxes().len() == 1 && other.covers(into) {
+        *into = other;
+    } else {
+        *into = into.union(&other);
+    }
+}
+
+/// The geometry of maps without accesses (never evaluated against).
+const DEFAULT_GEOMETRY: TaskGeometry = TaskGeometry {
+    dims: 0,
+    global_size: Range::ONE,
+    global_offset: crate::grid::Id::ZERO,
+    granularity: Range::ONE,
+};
 
 /// Returned for buffers a task does not access.
 static EMPTY_REGION: LazyLock<Region> = LazyLock::new(Region::new);
@@ -125,27 +148,37 @@ impl BufferAccessMap {
     ) -> Self {
         let mut map = BufferAccessMap {
             task,
-            geometry,
             data: None,
             clamp_warned: AtomicBool::new(false),
         };
         if !accesses.is_empty() {
-            let buffers = map.compute_task_regions(&accesses);
-            map.data = Some(Box::new(AccessData { accesses, buffers }));
+            // the regions are computed in the box: they are large to move
+            let mut data = Box::new(AccessData {
+                geometry,
+                accesses,
+                buffers: SmallVec::new(),
+            });
+            map.compute_task_regions(&mut data);
+            map.data = Some(data);
         }
         map
     }
 
     /// A map without accesses (horizons, epochs, host-object fences, tasks without buffers).
-    pub fn empty(task: TaskId, geometry: TaskGeometry) -> Self {
-        Self::new(task, SmallVec::new(), geometry)
+    pub fn empty(task: TaskId, _geometry: TaskGeometry) -> Self {
+        BufferAccessMap {
+            task,
+            data: None,
+            clamp_warned: AtomicBool::new(false),
+        }
     }
 
     /// Fills `buffers`: per buffer, the union of its consuming and of its producing accesses.
-    fn compute_task_regions(&self, accesses: &[BufferAccess]) -> SmallVec<[BufferRegions; 2]> {
-        let whole = self.whole_chunk();
-        let mut buffers: SmallVec<[BufferRegions; 2]> = SmallVec::new();
-        for (i, acc) in accesses.iter().enumerate() {
+    fn compute_task_regions(&self, data: &mut AccessData) {
+        let g = &data.geometry;
+        let whole = Chunk::new(g.dims, g.global_offset, g.global_size, g.global_size);
+        let buffers = &mut data.buffers;
+        for (i, acc) in data.accesses.iter().enumerate() {
             let (bid, mode) = (acc.bid, acc.mode);
             let region = self.evaluate_access(i, acc, &whole);
             let consumed = if mode.is_consumer() {
@@ -160,9 +193,11 @@ impl BufferAccessMap {
             };
             match buffers.iter_mut().find(|b| b.bid == bid) {
                 Some(entry) => {
-                    // a second access to the buffer: unite (rare, so plain unions suffice)
-                    entry.consumed = entry.consumed.union(&consumed);
-                    entry.produced = entry.produced.union(&produced);
+                    // a second access to the buffer (a read and a write of one buffer, as in
+                    // stencils and gathers): unite, moving instead of copying where one side
+                    // holds everything
+                    unite(&mut entry.consumed, consumed);
+                    unite(&mut entry.produced, produced);
                 }
                 None => buffers.push(BufferRegions {
                     bid,
@@ -172,10 +207,9 @@ impl BufferAccessMap {
                 }),
             }
         }
-        for b in &mut buffers {
+        for b in buffers.iter_mut() {
             b.consumed_bounds = b.consumed.bounding_box();
         }
-        buffers
     }
 
     #[inline]
@@ -188,13 +222,13 @@ impl BufferAccessMap {
         self.data.as_deref().map_or(&[], |d| &d.buffers)
     }
 
-    fn whole_chunk(&self) -> Chunk {
-        let g = &self.geometry;
-        Chunk::new(g.dims, g.global_offset, g.global_size, g.global_size)
-    }
-
+    /// The chunk `execution_range` of the task (only asked of maps with accesses: without any
+    /// there is nothing to evaluate it for).
     fn chunk_of(&self, execution_range: &GridBox) -> Chunk {
-        let g = &self.geometry;
+        let g = self
+            .data
+            .as_deref()
+            .map_or(&DEFAULT_GEOMETRY, |d| &d.geometry);
         Chunk::new(
             g.dims,
             execution_range.min(),

@@ -4,6 +4,11 @@
 //! Task ids are dense and increasing, so live tasks sit in a deque indexed by `id - first`.
 //! Pruning drops a prefix: every task older than an epoch or applied horizon that the executor has
 //! reached. Dependents only ever point forward, so pruning never leaves a dangling forward edge.
+//!
+//! Beside each task its node keeps its critical path length, which the task manager asks of
+//! every dependee of every new task (the node, not the task behind its `Arc`). Pruned tasks that nobody else holds leave their allocation to
+//! the next tasks (a small pool), which spares a `malloc`/`free` pair per task in a steady
+//! stream of tasks and horizons.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -15,14 +20,21 @@ use crate::types::TaskId;
 
 struct Node {
     task: Arc<Task>,
+    critical_path_length: u32,
     dependents: SmallVec<[TaskId; 2]>,
 }
+
+/// How many pruned task allocations wait for reuse (a pruning step frees at most the tasks of a
+/// horizon interval; more would only hold memory).
+const SPARE_TASKS: usize = 64;
 
 /// The live tasks and their dependents.
 #[derive(Default)]
 pub struct TaskGraph {
     first: u64,
     nodes: VecDeque<Node>,
+    /// Allocations of pruned tasks, emptied (see [`TaskGraph::allocate`]).
+    spare: Vec<Arc<Task>>,
 }
 
 impl TaskGraph {
@@ -60,6 +72,23 @@ impl TaskGraph {
         self.nodes.iter().map(|n| &n.task)
     }
 
+    /// The critical path length of the live task `tid`.
+    #[inline]
+    pub(crate) fn critical_path_length(&self, tid: TaskId) -> Option<u32> {
+        self.index(tid).map(|i| self.nodes[i].critical_path_length)
+    }
+
+    /// Moves a new task into an `Arc`, reusing the allocation of a pruned task if one is spare.
+    pub(crate) fn allocate(&mut self, task: Task) -> Arc<Task> {
+        match self.spare.pop() {
+            Some(mut arc) => {
+                *Arc::get_mut(&mut arc).expect("a spare task is not shared") = task;
+                arc
+            }
+            None => Arc::new(task),
+        }
+    }
+
     /// Adds the next task and records it as a dependent of each of its dependees.
     pub(crate) fn push(&mut self, task: Arc<Task>) {
         if self.nodes.is_empty() {
@@ -73,16 +102,25 @@ impl TaskGraph {
             self.nodes[i].dependents.push(task.id());
         }
         self.nodes.push_back(Node {
+            critical_path_length: task.critical_path_length(),
             task,
             dependents: SmallVec::new(),
         });
     }
 
-    /// Drops every task older than `tid`.
+    /// Drops every task older than `tid`. A task nobody else holds gives up what the program
+    /// gave it at once (payload and accesses go now, as they would with the task; plain memory
+    /// goes when the allocation is reused) and its allocation is kept spare.
     pub(crate) fn erase_before(&mut self, tid: TaskId) {
         while self.nodes.front().is_some_and(|n| n.task.id() < tid) {
-            self.nodes.pop_front();
+            let mut node = self.nodes.pop_front().expect("checked");
             self.first += 1;
+            if self.spare.len() < SPARE_TASKS
+                && let Some(task) = Arc::get_mut(&mut node.task)
+            {
+                task.release_user_data();
+                self.spare.push(node.task);
+            }
         }
     }
 }

@@ -143,9 +143,8 @@ impl DepsBuilder {
             return;
         }
         let dependee_length = graph
-            .get(dependee)
-            .expect("dependency on a task that is not live")
-            .critical_path_length();
+            .critical_path_length(dependee)
+            .expect("dependency on a task that is not live");
         self.critical_path_length = self.critical_path_length.max(dependee_length + 1);
         self.deps.push(Dependency {
             task: dependee,
@@ -184,7 +183,8 @@ impl TaskManager {
         };
         let mut init = Task::bare(TaskId::INIT_EPOCH, TaskType::Epoch, None);
         init.epoch_action = Some(EpochAction::Init);
-        tm.register(Arc::new(init), DepsBuilder::new());
+        let init = tm.graph.allocate(init);
+        tm.register(init, DepsBuilder::new());
         tm
     }
 
@@ -298,7 +298,8 @@ impl TaskManager {
         TaskId(self.next_tid)
     }
 
-    /// The last writers of a buffer (`None`: uninitialised).
+    /// The last writers of a buffer (`None`: uninitialised). The shutdown epoch leaves them as
+    /// they were (no task can follow it).
     pub fn last_writers(&self, bid: BufferId) -> Option<&LastWriterMap> {
         self.buffers.get(&bid).map(|b| &b.last_writers)
     }
@@ -377,8 +378,14 @@ impl TaskManager {
         let mut epoch = Task::bare(tid, TaskType::Epoch, payload);
         epoch.epoch_action = Some(action);
         let deps = self.front_dependencies();
-        self.register(Arc::new(epoch), deps);
-        self.set_epoch_for_new_tasks(tid);
+        let epoch = self.graph.allocate(epoch);
+        self.register(epoch, deps);
+        if action == EpochAction::Shutdown {
+            // nothing reads the tracking state after the last task: skip its compaction
+            self.epoch_for_new_tasks = tid;
+        } else {
+            self.set_epoch_for_new_tasks(tid);
+        }
         self.current_horizon = None;
         self.current_horizon_critical_path_length = self.max_critical_path_length;
 
@@ -423,8 +430,8 @@ impl TaskManager {
         let mut fence = Task::bare(tid, TaskType::Fence, payload);
         fence.access_map =
             BufferAccessMap::new(tid, smallvec::smallvec![access], TaskGeometry::default());
-        let fence = Arc::new(fence);
         let deps = self.compute_dependencies(&fence)?;
+        let fence = self.graph.allocate(fence);
         self.register(fence, deps);
         Ok(tid)
     }
@@ -440,8 +447,8 @@ impl TaskManager {
         let tid = TaskId(self.next_tid);
         let mut fence = Task::bare(tid, TaskType::Fence, payload);
         fence.side_effects.push(hoid);
-        let fence = Arc::new(fence);
         let deps = self.compute_dependencies(&fence)?;
+        let fence = self.graph.allocate(fence);
         self.register(fence, deps);
         Ok(tid)
     }
@@ -647,16 +654,23 @@ impl TaskManager {
         )
     }
 
-    /// True dependencies on the whole execution front (for horizons and epochs).
+    /// True dependencies on the whole execution front (for horizons and epochs). The front holds
+    /// each task once, ascending: the edges go in as they are, without `DepsBuilder::add`'s
+    /// duplicate search (what it would build, in the order `register` sorts to).
     fn front_dependencies(&self) -> DepsBuilder {
         let mut deps = DepsBuilder::new();
+        deps.deps.reserve_exact(self.execution_front.len());
         for &t in &self.execution_front {
-            deps.add(
-                &self.graph,
-                t,
-                DependencyKind::True,
-                DependencyOrigin::ExecutionFront,
-            );
+            let length = self
+                .graph
+                .critical_path_length(t)
+                .expect("front task is not live");
+            deps.critical_path_length = deps.critical_path_length.max(length + 1);
+            deps.deps.push(Dependency {
+                task: t,
+                kind: DependencyKind::True,
+                origin: DependencyOrigin::ExecutionFront,
+            });
         }
         deps
     }
@@ -706,7 +720,10 @@ impl TaskManager {
         self.current_horizon_critical_path_length = self.max_critical_path_length;
         let previous = self.current_horizon.replace(tid);
         let deps = self.front_dependencies();
-        self.register(Arc::new(Task::bare(tid, TaskType::Horizon, None)), deps);
+        let horizon = self
+            .graph
+            .allocate(Task::bare(tid, TaskType::Horizon, None));
+        self.register(horizon, deps);
         if let Some(previous) = previous {
             self.set_epoch_for_new_tasks(previous);
         }

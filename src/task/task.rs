@@ -217,6 +217,13 @@ impl Task {
         }
     }
 
+    /// Drops what came from the program (the payload with its launcher or promise, the accesses
+    /// with their range mappers) from a pruned task whose allocation waits for reuse.
+    pub(crate) fn release_user_data(&mut self) {
+        self.payload = None;
+        self.access_map = BufferAccessMap::empty(self.id, TaskGeometry::default());
+    }
+
     /// The task's id.
     #[inline]
     pub fn id(&self) -> TaskId {

@@ -117,7 +117,9 @@ impl Executor {
         if self.config.accessor_boundary_check == ErrorPolicy::Ignore {
             return Ok(());
         }
-        if let Some(check) = bounds_check::arm(self.backend.as_ref(), invocation)? {
+        if let Some(check) =
+            bounds_check::arm(self.backend.as_ref(), &mut self.spare_records, invocation)?
+        {
             self.bounds_checks.insert(id, check);
         }
         Ok(())

@@ -27,6 +27,23 @@ fn access_fronts_collapse_into_epochs() {
 }
 
 #[test]
+fn access_fronts_collapse_into_epochs_in_place() {
+    let mut f = AccessFront::single(i(3), FrontMode::Read);
+    f.add(i(5));
+    f.add(i(9));
+    // in place, a front changes exactly when the copy would differ from it
+    for epoch in [2, 3, 5, 6, 9, 10] {
+        let mut g = f.clone();
+        let expected = f.with_epoch_applied(i(epoch));
+        assert_eq!(g.apply_epoch(i(epoch)), expected != f, "epoch {epoch}");
+        assert_eq!(g, expected, "epoch {epoch}");
+    }
+    let mut only = AccessFront::single(i(4), FrontMode::Write);
+    assert!(!only.apply_epoch(i(4)), "[epoch] is already collapsed");
+    assert!(only.is_only(i(4)));
+}
+
+#[test]
 fn allocation_fronts_track_reads_and_writes() {
     let aid = AllocationId::new(MemoryId::HOST, 1);
     let whole = gbox([0, 0, 0], [100, 1, 1]);

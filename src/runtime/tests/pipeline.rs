@@ -336,6 +336,44 @@ fn out_of_bounds_accesses_are_logged_under_on_and_unchecked_under_off() {
 }
 
 #[test]
+fn a_chunk_after_a_violating_one_gets_fresh_records() {
+    // The executor reuses the record blocks of completed chunks: the next chunk with as many
+    // accessors must see no trace of the earlier violations or of its scratch writes.
+    let (result, mut rt) = out_of_bounds_host_task(ErrorPolicy::Log);
+    result.unwrap();
+    let buffer = rt
+        .create_buffer(1, Range::new(64, 1, 1), 4, 4, Some(&[0u8; 256]))
+        .unwrap();
+    let careful: Launcher = Arc::new(|inv: &KernelInvocation, _: &LaunchEnvironment| {
+        let record = inv.accessors[0].bounds.0.cast::<BoundsRecord>();
+        // SAFETY: the executor's record for this accessor, alive until the chunk completed.
+        let record = unsafe { &*record };
+        // SAFETY: the record's scratch element, FALLBACK_BYTES long.
+        let scratch = unsafe { record.fallback.read() };
+        let count = record.count.load(std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: as above; the kernel may write its scratch element.
+        unsafe { record.fallback.write(0x5a) };
+        match (record.violation(), scratch) {
+            (None, 0) => Ok(()),
+            _ => Err(crate::Error::internal(format!(
+                "stale record: {count} violations, scratch {scratch:#x}"
+            ))),
+        }
+    });
+    for _ in 0..3 {
+        let cg = CommandGroup::new().access(
+            buffer,
+            AccessMode::Read,
+            RangeMapper::Fixed(Subrange::new(Id([8, 0, 0]), Range::new(24, 1, 1))),
+        );
+        rt.submit(TaskSpec::MasterNode, cg, careful.clone())
+            .unwrap();
+        rt.wait().unwrap();
+    }
+    rt.shutdown().unwrap();
+}
+
+#[test]
 fn many_small_tasks_keep_the_graphs_bounded() {
     let mut rt = Runtime::start(config(2, true, Lookahead::Auto)).unwrap();
     let buffer = rt

@@ -21,7 +21,7 @@ impl TaskManager {
     /// Validates a command group and turns it into a task without dependencies: the task's
     /// type and geometry from its spec, then its hints, side effects, accesses and reductions.
     pub(super) fn build_command_group_task(
-        &self,
+        &mut self,
         tid: TaskId,
         spec: TaskSpec,
         cg: CommandGroup,
@@ -35,7 +35,7 @@ impl TaskManager {
         let side_effects = self.checked_side_effects(ty, &cg.side_effects)?;
         let accesses = self.checked_accesses(&geometry, cg.accesses)?;
         let reductions = self.checked_reductions(ty, variable_split, &cg.reductions, &accesses)?;
-        Ok(Arc::new(Task {
+        Ok(self.graph.allocate(Task {
             id: tid,
             ty,
             epoch_action: None,

@@ -205,3 +205,48 @@ fn a_long_run_keeps_the_live_state_bounded() {
     assert!(max_live <= 3 * 64, "{max_live} live tasks");
     assert!(max_entries <= 16, "{max_entries} last-writer entries");
 }
+
+#[test]
+fn pruning_releases_payloads_at_once_and_reused_tasks_are_whole() {
+    // pruned tasks leave their allocations to later tasks: what they carried must go at the
+    // prune (not when the allocation is reused), and the reused tasks must be the new ones
+    let mut tm = TaskManager::new(TaskManagerConfig::default(), None);
+    tm.set_horizon_step(0);
+    let promise = crate::user_objects::Promise::new();
+    let carrier = tm
+        .submit(
+            TaskSpec::MasterNode,
+            CommandGroup::new().payload(TaskPayload::Promise(Arc::clone(&promise))),
+        )
+        .unwrap();
+    assert_eq!(Arc::strong_count(&promise), 2);
+    let mut last = carrier;
+    for _ in 0..3 {
+        last = tm
+            .submit(TaskSpec::MasterNode, CommandGroup::new())
+            .unwrap();
+    }
+    tm.prune_before_epoch(tm.epoch_for_new_tasks());
+    assert!(tm.task(carrier).is_none(), "the carrier was pruned");
+    assert_eq!(
+        Arc::strong_count(&promise),
+        1,
+        "payload released by the prune"
+    );
+    // new tasks take the spare allocations: each is the task it was created as
+    for _ in 0..4 {
+        let tid = tm
+            .submit(TaskSpec::MasterNode, CommandGroup::new().name("again"))
+            .unwrap();
+        let task = tm.task(tid).unwrap();
+        assert_eq!(task.id(), tid);
+        assert_eq!(task.name(), Some("again"));
+        assert_eq!(task.task_type(), TaskType::MasterNode);
+        assert!(task.payload().is_none());
+        assert!(tid > last);
+        let horizon = tm.current_horizon().unwrap();
+        assert_eq!(tm.task(horizon).unwrap().task_type(), TaskType::Horizon);
+        assert_eq!(tm.dependents(tid), &[horizon]);
+        tm.prune_before_epoch(tm.epoch_for_new_tasks());
+    }
+}
