@@ -40,12 +40,13 @@ const GIB: f64 = (1u64 << 30) as f64;
 use super::SendPtr;
 use super::bounds::BoundsRecords;
 use super::event::{AsyncEvent, Completion, EventCompleter};
-use super::host::{host_copy_job, host_launch_job};
+use super::host::host_copy_job;
 use super::host_memory::HostAllocation;
 use super::interface::{Backend, CopyLane, KernelInvocation, LaunchEnvironment, Launcher};
 use super::nd_memory::StridedBox;
 use super::pinned_pool::PinnedPool;
 use super::system_info::SystemInfo;
+use super::thread_queue::HostLaunch;
 use super::thread_queue::{Lanes, ThreadQueue};
 use crate::error::{Error, ErrorKind, Result};
 use crate::types::{DeviceId, MemoryId};
@@ -526,7 +527,7 @@ impl Backend for CudaBackend {
         invocation: KernelInvocation,
     ) -> AsyncEvent {
         self.host_lanes
-            .submit(lane, host_launch_job(launcher, invocation))
+            .submit(lane, HostLaunch::new(launcher, invocation))
     }
 
     fn enqueue_device_kernel(

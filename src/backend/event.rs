@@ -157,6 +157,7 @@ impl AsyncEvent {
         }
     }
 }
+
 impl EventCompleter {
     /// Records the outcome and marks the event complete.
     pub fn complete(mut self, outcome: Result<Completion>) {

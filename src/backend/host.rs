@@ -102,11 +102,6 @@ pub(crate) unsafe fn host_copy_job(
     }
 }
 
-/// Runs `launcher` over `invocation` on the host thread that executes the job.
-pub(crate) fn host_launch_job(launcher: Launcher, invocation: KernelInvocation) -> HostLaunch {
-    HostLaunch::new(launcher, invocation)
-}
-
 impl Backend for HostBackend {
     fn system_info(&self) -> &SystemInfo {
         &self.system
@@ -183,7 +178,7 @@ impl Backend for HostBackend {
         invocation: KernelInvocation,
     ) -> AsyncEvent {
         self.host_lanes
-            .submit(lane, host_launch_job(launcher, invocation))
+            .submit(lane, HostLaunch::new(launcher, invocation))
     }
 
     fn enqueue_device_kernel(
@@ -193,7 +188,7 @@ impl Backend for HostBackend {
         launcher: Launcher,
         invocation: KernelInvocation,
     ) -> AsyncEvent {
-        self.submit_to_device(device, lane, host_launch_job(launcher, invocation))
+        self.submit_to_device(device, lane, HostLaunch::new(launcher, invocation))
     }
 
     fn poll(&mut self) -> Result<()> {

@@ -83,8 +83,6 @@ pub(super) struct Executor {
     collective_comms: IdMap<CollectiveGroupId, Box<dyn Communicator>>,
     in_flight: Vec<InFlight>,
     shutdown_reached: bool,
-    /// The shutdown epoch has been submitted (it may wait for transfers that never finish).
-    shutdown_submitted: bool,
     /// After a failure, the outstanding transfers were given up (once).
     transfers_abandoned: bool,
     aborted: bool,
@@ -161,7 +159,6 @@ impl Executor {
             collective_comms: IdMap::default(),
             in_flight: Vec::new(),
             shutdown_reached: false,
-            shutdown_submitted: false,
             transfers_abandoned: false,
             aborted: false,
             failure: None,
@@ -251,12 +248,20 @@ impl Executor {
     /// allocation; otherwise the executor keeps waiting and the watchdog ends the process.
     fn failed_shutdown_can_end(&mut self) -> bool {
         if self.failure.is_none()
-            || !self.shutdown_submitted
             || self.transfers_abandoned
             || self.last_progress.elapsed() < FAILED_SHUTDOWN_STALL
         {
             return false;
         }
+        let shutdown_submitted = self.instructions.values().any(|i| {
+            matches!(
+                i.kind(),
+                InstructionKind::Epoch {
+                    action: EpochAction::Shutdown,
+                    ..
+                }
+            )
+        });
         let only_transfers = self.in_flight.iter().all(|flight| {
             self.instructions.get(&flight.id).is_some_and(|i| {
                 matches!(
@@ -269,18 +274,18 @@ impl Executor {
                 )
             })
         });
-        if !only_transfers {
+        if !shutdown_submitted || !only_transfers {
             return false;
         }
         self.transfers_abandoned = true;
         let abandoned = self.comm.abandon_transfers();
         tracing::debug!(
-            "shutdown after a failure: {} instruction(s) left waiting for peers; transfers given up: {}",
+            "shutdown after a failure: {} instruction(s) left waiting for peers; {}",
             self.instructions.len(),
             if abandoned {
-                "all"
+                "their transfers were given up"
             } else {
-                "not all (waiting on)"
+                "some transfer could not be given up, waiting on"
             }
         );
         abandoned
@@ -339,13 +344,6 @@ impl Executor {
                     if let Some(failure) = &self.failure {
                         fail_fence_or_epoch(&instruction, failure);
                     }
-                    self.shutdown_submitted |= matches!(
-                        instruction.kind(),
-                        InstructionKind::Epoch {
-                            action: EpochAction::Shutdown,
-                            ..
-                        }
-                    );
                     self.engine
                         .submit(EngineInstruction::of(&instruction, system));
                     self.instructions.insert(instruction.id(), instruction);
