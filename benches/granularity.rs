@@ -14,7 +14,9 @@
 //!
 //! `cargo bench --bench granularity` (GRANULARITY_DEVICES=N: emulated host devices, default 1;
 //! under `mpirun -n 2` each rank uses one; GRANULARITY_MAX_STEPS caps the steps per point,
-//! default 20,000). Prints a table for docs/benchmarks.md on node 0.
+//! default 20,000; GRANULARITY_KERNELS=1000,10 sweeps only those durations in µs;
+//! GRANULARITY_TRACE=path writes the runtime's trace). Prints a table for docs/benchmarks.md on
+//! node 0.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -129,6 +131,7 @@ fn main() {
     let max_steps = env_count("GRANULARITY_MAX_STEPS", 20_000);
     let config = Config {
         devices: DeviceSelection::Host(devices),
+        trace_file: std::env::var_os("GRANULARITY_TRACE").map(Into::into),
         ..Config::default()
     };
     let mut rt = Runtime::start(config).expect("runtime");
@@ -151,7 +154,18 @@ fn main() {
         println!("|---:|---:|---:|---:|");
     }
     let mut points = Vec::new();
-    for duration in DURATIONS_US {
+    let durations: Vec<f64> = match std::env::var("GRANULARITY_KERNELS") {
+        Ok(list) => list
+            .split(',')
+            .map(|d| {
+                d.trim()
+                    .parse()
+                    .expect("GRANULARITY_KERNELS: µs, comma-separated")
+            })
+            .collect(),
+        Err(_) => DURATIONS_US.to_vec(),
+    };
+    for duration in durations {
         let iterations = (duration * per_us).round() as u64;
         let kernel = stencil_kernel(iterations);
         // 100 ms of kernel time, at least 200 steps and at most `max_steps`.

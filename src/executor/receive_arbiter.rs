@@ -13,15 +13,17 @@
 //! A pilot is matched with the request whose incomplete region contains its box, and its payload
 //! is received straight into the request's allocation. Awaits complete once their region no
 //! longer intersects the incomplete region; a request completes when everything arrived.
-
-use std::collections::HashMap;
+//!
+//! Only transfers with payloads in flight can progress on their own, so polling visits those
+//! alone: a program whose receives are posted thousands of tasks ahead must not pay for each of
+//! them on every poll.
 
 use crate::backend::SendPtr;
 use crate::backend::event::{AsyncEvent, Completion, EventCompleter};
 use crate::comm::{Communicator, InboundPilot, Stride};
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{GridBox, Id, Range, Region, Subrange};
-use crate::types::{MessageId, NodeId, TransferId};
+use crate::types::{IdMap, IdSet, MessageId, NodeId, TransferId};
 
 struct Fragment {
     region_box: GridBox,
@@ -87,7 +89,14 @@ pub struct TransferStatus {
 /// Matches pilots with receives for every transfer of one node.
 #[derive(Default)]
 pub struct ReceiveArbiter {
-    transfers: HashMap<TransferId, Transfer>,
+    transfers: IdMap<TransferId, Transfer>,
+    /// The transfers with a payload being received: the only ones a poll has to visit.
+    receiving: IdSet<TransferId>,
+    /// Reused list of `receiving` while polling mutates it.
+    visiting: Vec<TransferId>,
+    /// How many times a transfer's state was examined (tests assert that polls stay cheap).
+    #[cfg(test)]
+    pub(crate) transfer_visits: usize,
 }
 
 fn communication_error(message: String) -> Error {
@@ -396,20 +405,34 @@ impl ReceiveArbiter {
         Ok(())
     }
 
+    /// Retires what arrived for `transfer` and keeps `receiving` up to date.
     fn progress_transfer(&mut self, transfer: TransferId) {
-        let finished = match self.transfers.get_mut(&transfer) {
+        #[cfg(test)]
+        {
+            self.transfer_visits += 1;
+        }
+        let (finished, in_flight) = match self.transfers.get_mut(&transfer) {
             Some(Transfer::Regions {
                 requests,
                 unmatched,
             }) => {
                 requests.retain_mut(|request| !request.progress());
-                requests.is_empty() && unmatched.is_empty()
+                let in_flight = requests.iter().any(|r| !r.fragments.is_empty());
+                (requests.is_empty() && unmatched.is_empty(), in_flight)
             }
-            Some(Transfer::Gather(gather)) => gather.progress(),
-            _ => false,
+            Some(Transfer::Gather(gather)) => {
+                let done = gather.progress();
+                (done, !gather.fragments.is_empty())
+            }
+            _ => (false, false),
         };
         if finished {
             self.transfers.remove(&transfer);
+        }
+        if in_flight && !finished {
+            self.receiving.insert(transfer);
+        } else {
+            self.receiving.remove(&transfer);
         }
     }
 
@@ -417,12 +440,17 @@ impl ReceiveArbiter {
     pub fn poll_communicator(&mut self, comm: &mut dyn Communicator) -> Result<()> {
         comm.poll()?;
         for pilot in comm.poll_inbound_pilots()? {
+            let transfer = pilot.message.transfer;
             self.dispatch(comm, pilot)?;
-        }
-        let active: Vec<TransferId> = self.transfers.keys().copied().collect();
-        for transfer in active {
+            // An empty gather pilot can complete its gather without a payload.
             self.progress_transfer(transfer);
         }
+        let mut visiting = std::mem::take(&mut self.visiting);
+        visiting.extend(self.receiving.iter().copied());
+        for transfer in visiting.drain(..) {
+            self.progress_transfer(transfer);
+        }
+        self.visiting = visiting;
         Ok(())
     }
 

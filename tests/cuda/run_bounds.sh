@@ -29,5 +29,5 @@ for check in on error off; do
     done
 done
 for check in on error; do
-    run "cxx cuda stencil $check" env CELERITY_DEVICES=cuda CELERITY_ACCESSOR_BOUNDARY_CHECK=$check "$B/bounds_check_cxx_cuda"
+    run "cxx cuda stencil $check" env CELERITY_LOG_LEVEL=info CELERITY_DEVICES=cuda CELERITY_ACCESSOR_BOUNDARY_CHECK=$check "$B/bounds_check_cxx_cuda"
 done
