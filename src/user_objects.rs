@@ -96,7 +96,7 @@ impl Drop for HostObjectInstance {
 /// host-initialised buffer's contents) or a pointer the program lends until a fence completes.
 pub enum UserMemory {
     /// Owned by the executor until the allocation becomes garbage.
-    Owned(Vec<u8>),
+    Owned(Box<dyn OwnedMemory>),
     /// Borrowed from the program (a fence destination).
     Borrowed(usize),
 }
@@ -105,8 +105,21 @@ impl UserMemory {
     /// The address of the first byte.
     pub fn address(&mut self) -> usize {
         match self {
-            UserMemory::Owned(bytes) => bytes.as_mut_ptr() as usize,
+            UserMemory::Owned(memory) => memory.address(),
             UserMemory::Borrowed(address) => *address,
         }
+    }
+}
+
+/// Bytes the runtime owns for a user allocation (the backend's page-locked host copy, or plain
+/// bytes), released when dropped.
+pub trait OwnedMemory: Send {
+    /// The address of the first byte.
+    fn address(&mut self) -> usize;
+}
+
+impl OwnedMemory for Vec<u8> {
+    fn address(&mut self) -> usize {
+        self.as_mut_ptr() as usize
     }
 }

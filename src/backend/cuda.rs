@@ -41,6 +41,7 @@ use super::SendPtr;
 use super::bounds::BoundsRecords;
 use super::event::{AsyncEvent, Completion, EventCompleter};
 use super::host::host_copy_job;
+use super::host_copy::HostPinner;
 use super::host_memory::HostAllocation;
 use super::interface::{Backend, CopyLane, KernelInvocation, LaunchEnvironment, Launcher};
 use super::nd_memory::StridedBox;
@@ -162,6 +163,8 @@ pub struct CudaBackend {
     pool: SharedPool,
     /// Host allocations the pool refused (beyond its limit), by address.
     pageable: Arc<Mutex<HashMap<usize, HostAllocation>>>,
+    /// Page-locks the runtime's host copies in place (counted in `pool`).
+    pinner: Arc<pinned::DriverHostPinner>,
 }
 
 // SAFETY: all raw CUDA handles inside are only used on threads that make their context current
@@ -245,6 +248,11 @@ impl CudaBackend {
             staging::prewarm_slots(&warm);
             Ok(Completion::Done)
         });
+        let pinner = Arc::new(pinned::DriverHostPinner {
+            context: devices[0].context,
+            pool: pool.clone(),
+            alive: Mutex::new(true),
+        });
         Ok(Self {
             system,
             devices,
@@ -252,6 +260,7 @@ impl CudaBackend {
             alloc_queue,
             pending: Arc::default(),
             live: Arc::default(),
+            pinner,
             pool,
             pageable: Arc::default(),
         })
@@ -385,6 +394,10 @@ impl CudaBackend {
 }
 
 impl Backend for CudaBackend {
+    fn host_pinner(&self) -> Option<Arc<dyn HostPinner>> {
+        Some(self.pinner.clone())
+    }
+
     fn system_info(&self) -> &SystemInfo {
         &self.system
     }
@@ -615,6 +628,7 @@ impl Backend for CudaBackend {
 
 impl Drop for CudaBackend {
     fn drop(&mut self) {
+        *self.pinner.alive.lock() = false;
         let mut retained = Vec::with_capacity(self.devices.len());
         for device in std::mem::take(&mut self.devices) {
             let lanes = device.lanes.clone();

@@ -100,6 +100,12 @@ pub enum CopyLane {
 
 /// A backend: memory, copies, kernels and host tasks for one node.
 pub trait Backend: Send {
+    /// What page-locks host memory in place for this backend's devices, where that makes copies
+    /// faster (CUDA); `None` where host memory needs nothing (host devices).
+    fn host_pinner(&self) -> Option<std::sync::Arc<dyn super::host_copy::HostPinner>> {
+        None
+    }
+
     /// The node's devices and memories.
     fn system_info(&self) -> &SystemInfo;
 

@@ -14,6 +14,7 @@ pub mod cuda;
 pub mod cuda_error_names;
 pub mod event;
 pub mod host;
+pub mod host_copy;
 pub mod host_memory;
 pub mod interface;
 pub mod nd_memory;

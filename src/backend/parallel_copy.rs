@@ -187,26 +187,6 @@ pub unsafe fn copy_with(dest: *mut u8, source: *const u8, len: usize, stores: St
     }
 }
 
-/// A copy of `bytes` in a new vector, copied in parallel when large (a host-initialised
-/// buffer's contents). The program chose the length, so a failed allocation is `OutOfMemory`
-/// naming `argument`, not an abort.
-pub fn to_vec(bytes: &[u8], argument: &str) -> crate::error::Result<Vec<u8>> {
-    let mut out = crate::error::try_byte_vec(bytes.len(), argument)?;
-    advise_huge_pages(out.as_mut_ptr(), bytes.len());
-    // SAFETY: `out` has capacity for `bytes.len()` bytes, distinct from `bytes`; every byte is
-    // written before `set_len` exposes it.
-    unsafe {
-        copy_with(
-            out.as_mut_ptr(),
-            bytes.as_ptr(),
-            bytes.len(),
-            Stores::Streaming,
-        );
-        out.set_len(bytes.len());
-    }
-    Ok(out)
-}
-
 /// Transparent huge pages for a fresh, untouched range of at least [`HUGE_PAGE`] bytes (on
 /// Linux): its first touch then faults 2 MiB at a time instead of 4 KiB (a fresh 1 GiB copy on
 /// the H200 host spent about half its 61 ms in page faults). Only advice: where the kernel has
@@ -248,7 +228,10 @@ mod tests {
             9 << 20,
         ] {
             let source: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
-            assert_eq!(to_vec(&source, "source").unwrap(), source, "length {len}");
+            let mut copy = vec![0u8; len];
+            // SAFETY: both hold `len` bytes and do not overlap.
+            unsafe { copy_with(copy.as_mut_ptr(), source.as_ptr(), len, Stores::Cached) };
+            assert_eq!(copy, source, "length {len}");
         }
     }
 

@@ -65,9 +65,11 @@ pub struct PinnedPool<A: PinnedAllocator> {
     cached: BTreeMap<usize, Vec<usize>>,
     /// Blocks handed out: address → class.
     in_use: HashMap<usize, usize>,
-    /// Every pinned block the pool holds (in use or cached): start → class, for
-    /// [`PinnedPool::contains`].
+    /// Every pinned block the pool holds (in use or cached) and every range registered in
+    /// place: start → length, for [`PinnedPool::contains`].
     ranges: BTreeMap<usize, usize>,
+    /// Ranges registered in place: start → length.
+    registered: HashMap<usize, usize>,
     stats: PoolStats,
 }
 
@@ -80,6 +82,7 @@ impl<A: PinnedAllocator> PinnedPool<A> {
             cached: BTreeMap::new(),
             in_use: HashMap::new(),
             ranges: BTreeMap::new(),
+            registered: HashMap::new(),
             stats: PoolStats::default(),
         }
     }
@@ -133,6 +136,44 @@ impl<A: PinnedAllocator> PinnedPool<A> {
             }
             None => false,
         }
+    }
+
+    /// Makes room for `bytes` of memory pinned outside the pool (a range the driver registers
+    /// in place, [`PinnedPool::add_registered`]) and counts them against the limit, evicting
+    /// cached blocks if needed. False when the limit does not allow it.
+    pub fn reserve_registration(&mut self, bytes: usize) -> bool {
+        if bytes > self.limit {
+            self.stats.refusals += 1;
+            return false;
+        }
+        while self.stats.pinned_bytes + bytes > self.limit {
+            if !self.evict_one() {
+                self.stats.refusals += 1;
+                return false;
+            }
+        }
+        self.stats.pinned_bytes += bytes;
+        self.stats.peak_pinned_bytes = self.stats.peak_pinned_bytes.max(self.stats.pinned_bytes);
+        true
+    }
+
+    /// Records a range registered after [`PinnedPool::reserve_registration`], so that
+    /// [`PinnedPool::contains`] knows it.
+    pub fn add_registered(&mut self, address: usize, bytes: usize) {
+        self.ranges.insert(address, bytes);
+        self.registered.insert(address, bytes);
+    }
+
+    /// Gives back a reservation whose registration failed, or the range of a registration that
+    /// ended (`address`, when it was added). Returns the bytes given back.
+    pub fn end_registration(&mut self, address: Option<usize>, bytes: usize) -> usize {
+        if let Some(address) = address
+            && self.registered.remove(&address).is_some()
+        {
+            self.ranges.remove(&address);
+        }
+        self.stats.pinned_bytes -= bytes.min(self.stats.pinned_bytes);
+        bytes
     }
 
     /// Whether `[address, address + bytes)` lies inside one pinned block of the pool.
@@ -272,6 +313,34 @@ mod tests {
         drop(pool);
         let frees = driver.log.lock().iter().filter(|e| e.0 == "free").count();
         assert_eq!(frees, 3, "dropping the pool frees every cached block");
+    }
+
+    #[test]
+    fn ranges_pinned_in_place_count_against_the_limit_and_are_known_until_they_end() {
+        let driver = FakeDriver::default();
+        let mut pool = PinnedPool::new(driver.clone(), 40 << 20);
+        let a = pool.acquire(16 << 20).unwrap();
+        pool.release(a);
+        // 30 MiB in place: the cached 16 MiB block goes back to the driver to make room
+        assert!(pool.reserve_registration(30 << 20));
+        assert!(driver.log.lock().contains(&("free", a, 16 << 20)));
+        let range = 7 << 40;
+        pool.add_registered(range, 30 << 20);
+        assert!(pool.contains(range + 4096, 1 << 20));
+        assert!(!pool.contains(range, 31 << 20));
+        assert_eq!(pool.acquire(16 << 20), None, "46 MiB would exceed 40 MiB");
+        assert!(!pool.reserve_registration(16 << 20));
+        assert!(
+            !pool.reserve_registration(41 << 20),
+            "larger than the whole limit"
+        );
+        pool.end_registration(Some(range), 30 << 20);
+        assert!(!pool.contains(range, 1));
+        assert_eq!(pool.stats().pinned_bytes, 0);
+        // a reservation whose registration failed is given back as well
+        assert!(pool.reserve_registration(40 << 20));
+        pool.end_registration(None, 40 << 20);
+        assert!(pool.acquire(16 << 20).is_some());
     }
 
     #[test]

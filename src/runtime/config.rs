@@ -56,7 +56,8 @@ pub struct Config {
     /// `accessor_boundary_check`: `Ignore` gives kernels no bounds records (off), `Log` reports
     /// violations at error level (on), `Error` also fails the task with `AccessPattern`.
     pub accessor_boundary_check: ErrorPolicy,
-    /// `pinned_memory_limit`: most bytes of page-locked host memory the CUDA backend holds.
+    /// `pinned_memory_limit`: most bytes of page-locked host memory the CUDA backend holds
+    /// (pool blocks, staging slots and the page-locked copies of host-initialised buffers).
     pub pinned_memory_limit: usize,
     /// `check_spmd`: compare the nodes' submissions at horizons and epochs (on in debug builds).
     pub check_spmd: bool,

@@ -93,6 +93,8 @@ pub struct Runtime {
     live_host_objects: Vec<HostObjectId>,
     failed: Option<Error>,
     shut_down: bool,
+    /// Page-locks the runtime's copies of host-initialised buffers (CUDA backends).
+    host_pinner: Option<Arc<dyn crate::backend::host_copy::HostPinner>>,
     /// The trace's time origin: when the runtime started, or with several nodes the moment all
     /// of them left the init barrier (so that their timelines line up).
     started: Instant,
@@ -190,6 +192,7 @@ impl Runtime {
             observability_comm,
             started,
             clock_at_init,
+            host_pinner,
         } = start_executor(
             selection.execution,
             &config,
@@ -232,6 +235,7 @@ impl Runtime {
             scheduler,
             executor,
             shared,
+            host_pinner,
             buffers: IdMap::default(),
             next_buffer: 0,
             next_host_object: 0,
@@ -330,11 +334,15 @@ impl Runtime {
         let bid = BufferId(self.next_buffer);
         let user_allocation = match host_init {
             Some(bytes) => {
-                let copy = crate::backend::parallel_copy::to_vec(bytes, "host_init")?;
+                let copy = crate::backend::host_copy::HostCopy::new(
+                    bytes,
+                    "host_init",
+                    self.host_pinner.as_ref(),
+                )?;
                 let allocation = self.user_allocation();
                 self.executor.send(ExecutorMessage::TrackUserAllocation(
                     allocation,
-                    UserMemory::Owned(copy),
+                    UserMemory::Owned(Box::new(copy)),
                 ));
                 Some(allocation)
             }

@@ -172,11 +172,13 @@ pub(super) fn start_executor(
     let mut observability_comm = None;
     let mut clock_at_init = None;
     let mut started = started;
+    let mut host_pinner = None;
     let executor = match execution {
         devices::Execution::Live {
             backend,
             mut communicator,
         } => {
+            host_pinner = backend.host_pinner();
             let gather_traces = tracing_on && num_nodes > 1;
             if config.print_graphs || gather_traces {
                 // Collective: every node runs with the same `print_graphs` and `trace_file`.
@@ -204,6 +206,7 @@ pub(super) fn start_executor(
         observability_comm,
         started,
         clock_at_init,
+        host_pinner,
     })
 }
 
@@ -215,6 +218,8 @@ pub(super) struct StartedExecutor {
     pub(super) started: Instant,
     /// Node 0 of a traced multi-node run: the clocks at init.
     pub(super) clock_at_init: Option<Vec<clock_sync::ClockSample>>,
+    /// The backend's pinner of host copies, if it has one.
+    pub(super) host_pinner: Option<Arc<dyn crate::backend::host_copy::HostPinner>>,
 }
 
 /// Builds this node's command and instruction graph generators and starts the scheduler

@@ -11,6 +11,7 @@ use std::ffi::c_void;
 
 use cudarc::driver::sys;
 
+use super::super::host_copy::HostPinner;
 use super::super::parallel_copy::{HUGE_PAGE, advise_huge_pages};
 use super::super::pinned_pool::PinnedAllocator;
 use super::{Handle, check, make_current};
@@ -87,6 +88,60 @@ impl PinnedAllocator for DriverPinned {
         if let Ok(layout) = huge_page_layout(bytes) {
             // SAFETY: allocated in `allocate` with this layout (the pool passes the block's size).
             unsafe { dealloc(address as *mut u8, layout) };
+        }
+    }
+}
+
+/// Page-locks host ranges in place for every device (`cuMemHostRegister`, portable), counting
+/// them against the pinned pool's limit and recording them in the pool, so that copies find
+/// them pinned without asking the driver. Calls the driver only while the backend lives: its
+/// contexts unregister whatever is left when they go.
+pub(super) struct DriverHostPinner {
+    pub(super) context: Handle<sys::CUcontext>,
+    pub(super) pool: super::SharedPool,
+    /// False once the backend dropped; held during driver calls so that it cannot drop midway.
+    pub(super) alive: parking_lot::Mutex<bool>,
+}
+
+impl HostPinner for DriverHostPinner {
+    unsafe fn pin(&self, address: usize, bytes: usize) -> bool {
+        let alive = self.alive.lock();
+        if !*alive || !self.pool.lock().reserve_registration(bytes) {
+            return false;
+        }
+        let registered = make_current(self.context).and_then(|()| {
+            // SAFETY: the caller's live allocation of `bytes`, kept until `unpin`; registering
+            // faults its pages in and locks them without touching their contents.
+            check("cuMemHostRegister", unsafe {
+                sys::cuMemHostRegister_v2(
+                    address as *mut c_void,
+                    bytes,
+                    sys::CU_MEMHOSTREGISTER_PORTABLE,
+                )
+            })
+        });
+        let mut pool = self.pool.lock();
+        match registered {
+            Ok(()) => {
+                pool.add_registered(address, bytes);
+                true
+            }
+            Err(error) => {
+                tracing::debug!(
+                    "pinning a host copy of {bytes} bytes failed ({error}); it stays pageable"
+                );
+                pool.end_registration(None, bytes);
+                false
+            }
+        }
+    }
+
+    unsafe fn unpin(&self, address: usize, bytes: usize) {
+        let alive = self.alive.lock();
+        self.pool.lock().end_registration(Some(address), bytes);
+        if *alive && make_current(self.context).is_ok() {
+            // SAFETY: registered by `pin`; the caller guarantees no copy uses it any more.
+            unsafe { sys::cuMemHostUnregister(address as *mut c_void) };
         }
     }
 }

@@ -7,6 +7,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::*;
+use crate::backend::host_copy::HostCopy;
 use crate::grid::{GridBox, Id, Range};
 
 fn backend_or_skip(test: &str) -> Option<CudaBackend> {
@@ -448,4 +449,79 @@ fn kernels_write_bounds_records_in_device_memory_that_come_back_after_the_chunk(
     // SAFETY: the allocation is live and unused.
     let event = unsafe { backend.enqueue_free(device_memory, on_device) };
     wait(&mut backend, &event).unwrap();
+}
+
+#[test]
+fn host_copies_are_pinned_in_place_within_the_limit_and_copy_to_devices() {
+    let test = "host_copies_are_pinned_in_place_within_the_limit_and_copy_to_devices";
+    let Some(mut backend) = backend_or_skip(test) else {
+        return;
+    };
+    let pinner = backend
+        .host_pinner()
+        .expect("CUDA backends pin host copies");
+    let elements = (16 << 20) / 4;
+    let source: Vec<u32> = (0..elements as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    // SAFETY: plain u32 values viewed as bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(source.as_ptr().cast::<u8>(), elements * 4) };
+    let mut copy = HostCopy::new(bytes, "host_init", Some(&pinner)).unwrap();
+    let address = crate::user_objects::OwnedMemory::address(&mut copy);
+    assert!(copy.is_pinned());
+    assert!(
+        backend.pool.lock().contains(address, elements * 4),
+        "copies see it pinned"
+    );
+    // (The pool's staging slots are pinned in the background meanwhile: no exact byte count.)
+    assert!(backend.pool.lock().stats().pinned_bytes >= elements * 4);
+
+    let device = allocate(&mut backend, MemoryId::FIRST_DEVICE, elements * 4);
+    let mut back = vec![0u32; elements];
+    let lane = CopyLane::Device(DeviceId(0), 0);
+    // SAFETY: the copy, the device allocation and `back` hold `elements` u32 and stay live
+    // until the events complete.
+    unsafe {
+        let up = backend.enqueue_copy(
+            lane,
+            address as *const u8,
+            linear(elements),
+            device,
+            linear(elements),
+            4,
+        );
+        wait(&mut backend, &up).unwrap();
+        let down = backend.enqueue_copy(
+            lane,
+            device,
+            linear(elements),
+            back.as_mut_ptr().cast(),
+            linear(elements),
+            4,
+        );
+        wait(&mut backend, &down).unwrap();
+    }
+    assert!(back == source);
+    drop(copy);
+    // Unpinned on a helper thread.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while backend.pool.lock().contains(address, 1) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(
+        !backend.pool.lock().contains(address, 1),
+        "unpinned when dropped"
+    );
+
+    // Beyond the limit a copy stays pageable.
+    let mut tight = CudaBackend::with_pinned_limit(1 << 20).unwrap();
+    let tight_pinner = tight.host_pinner().unwrap();
+    let copy = HostCopy::new(bytes, "host_init", Some(&tight_pinner)).unwrap();
+    assert!(!copy.is_pinned());
+    assert_eq!(copy.as_slice(), bytes);
+    drop(copy);
+    // SAFETY: nothing uses the allocation any more.
+    let freed = unsafe { backend.enqueue_free(MemoryId::FIRST_DEVICE, device) };
+    wait(&mut backend, &freed).unwrap();
+    tight.poll().unwrap();
 }
