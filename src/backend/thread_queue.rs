@@ -21,6 +21,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{JoinHandle, Thread};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -125,8 +126,18 @@ impl Inbox {
     /// The worker's loop: runs every job in submission order until the queue is dropped.
     fn serve(&self, thread_name: &str) {
         let mut batch = VecDeque::new();
+        let mut idle_since = Instant::now();
         loop {
             std::mem::swap(&mut self.pending.lock().entries, &mut batch);
+            if batch.is_empty()
+                && POLL_WHEN_IDLE.load(Ordering::Relaxed)
+                && idle_since.elapsed() < LANE_SPIN
+            {
+                // The next job of a dependency chain usually follows within microseconds; a
+                // parked thread takes several to wake (tens on a VM's idle vCPU).
+                std::hint::spin_loop();
+                continue;
+            }
             if batch.is_empty() {
                 if self.closed.load(Ordering::SeqCst) {
                     return;
@@ -138,6 +149,7 @@ impl Inbox {
                     std::thread::park();
                 }
                 self.sleeping.store(false, Ordering::SeqCst);
+                idle_since = Instant::now();
                 continue;
             }
             for entry in batch.drain(..) {
@@ -153,8 +165,23 @@ impl Inbox {
                 // Cheap unless the waiter parks: then it learns of the completion at once.
                 entry.waiter.unpark();
             }
+            idle_since = Instant::now();
         }
     }
+}
+
+/// How long a queue's thread polls for its next job after the last one before it parks, where
+/// [`set_poll_when_idle`] allows it.
+const LANE_SPIN: Duration = Duration::from_micros(20);
+
+/// Whether queue threads poll for their next job for [`LANE_SPIN`] before they park.
+static POLL_WHEN_IDLE: AtomicBool = AtomicBool::new(false);
+
+/// Lets every queue thread of the process poll briefly for its next job before it parks (the
+/// runtime allows it when the process has a core for each of its threads: a polling thread on
+/// a shared core would take time from a kernel).
+pub fn set_poll_when_idle(allowed: bool) {
+    POLL_WHEN_IDLE.store(allowed, Ordering::Relaxed);
 }
 
 /// An in-order job queue served by one thread.

@@ -67,6 +67,8 @@ pub struct ExecutorConfig {
     pub trace_epoch: Option<Instant>,
     /// `accessor_boundary_check`: `Ignore` hands kernels no bounds records.
     pub accessor_boundary_check: ErrorPolicy,
+    /// Poll briefly for completions before parking (the process has a core per thread).
+    pub poll_when_idle: bool,
 }
 
 impl Default for ExecutorConfig {
@@ -75,6 +77,7 @@ impl Default for ExecutorConfig {
             stall_timeout: Duration::from_secs(20),
             trace_epoch: None,
             accessor_boundary_check: ErrorPolicy::Ignore,
+            poll_when_idle: false,
         }
     }
 }

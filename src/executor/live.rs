@@ -117,6 +117,12 @@ const FAILED_SHUTDOWN_STALL: Duration = Duration::from_millis(250);
 /// sleeping while work is in flight).
 const PEER_WAIT_SPIN: Duration = Duration::from_millis(1);
 
+/// How long the executor keeps polling for a lane's completion after its last progress before
+/// it parks until a lane unparks it (where `poll_when_idle` allows): in a chain of short
+/// instructions on different lanes the next completion follows within microseconds, and waking
+/// a parked thread takes several (tens on a VM's idle vCPU).
+const COMPLETION_SPIN: Duration = Duration::from_micros(50);
+
 /// The launcher a kernel or host task carries.
 fn launcher_of(task: &Task) -> Result<Launcher> {
     task.launcher()
@@ -228,7 +234,12 @@ impl Executor {
             }
             self.check_stall();
             // Completions and submissions unpark this thread; communication needs polling.
-            if self.waiting_for_peers() && self.last_progress.elapsed() < PEER_WAIT_SPIN {
+            let idle = self.last_progress.elapsed();
+            if (self.waiting_for_peers() && idle < PEER_WAIT_SPIN)
+                || (self.config.poll_when_idle
+                    && !self.in_flight.is_empty()
+                    && idle < COMPLETION_SPIN)
+            {
                 std::thread::yield_now();
                 continue;
             }

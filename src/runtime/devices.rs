@@ -46,6 +46,16 @@ pub(super) struct Selection {
     pub mpi: Option<MpiGuard>,
     /// Devices and communicator in words, for the startup line.
     pub description: String,
+    /// The process has a core for each of its threads, so they may poll briefly before they
+    /// park (see [`may_poll_when_idle`]).
+    pub poll_when_idle: bool,
+}
+
+/// Whether the runtime's threads may poll for work briefly before they park: only when this
+/// process's share of the host's cores (`cores` among `local_processes`) gives each of its
+/// threads (application, scheduler, executor, one lane per device) a core of its own.
+pub(super) fn may_poll_when_idle(cores: usize, local_processes: usize, devices: usize) -> bool {
+    cores / local_processes.max(1) > 3 + devices
 }
 
 /// Which of a host's `count` GPUs the process with host-local rank `local_rank` of `local_size`
@@ -180,18 +190,19 @@ pub(super) fn select(
             description: format!(
                 "dry run of {nodes} node(s) with {devices} device(s) each, nothing executed"
             ),
+            poll_when_idle: false,
         });
     }
     let (communicator, mpi) = match communicator {
         Some(given) => (given, None),
         None => self::communicator()?,
     };
-    // Several processes on one host split its GPUs among themselves.
-    let host_local = match config.devices {
-        DeviceSelection::Host(_) => (0, 1),
-        _ => communicator.host_local_rank()?,
-    };
+    // Several processes on one host split its GPUs (and its cores) among themselves.
+    let host_local = communicator.host_local_rank()?;
     let (backend, backend_kind) = backend(config, host_local)?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let poll_when_idle =
+        may_poll_when_idle(cores, host_local.1, backend.system_info().devices.len());
     if communicator.num_nodes() > 256 {
         return Err(Error::unsupported(format!(
             "{} processes exceed the supported 256 nodes",
@@ -205,6 +216,7 @@ pub(super) fn select(
     );
     Ok(Selection {
         description,
+        poll_when_idle,
         node: communicator.local_node(),
         num_nodes: communicator.num_nodes(),
         system: backend.system_info().clone(),
@@ -219,7 +231,23 @@ pub(super) fn select(
 
 #[cfg(test)]
 mod tests {
-    use super::host_share_of_gpus;
+    use super::{host_share_of_gpus, may_poll_when_idle};
+
+    #[test]
+    fn threads_poll_before_parking_only_with_a_core_each() {
+        assert!(
+            may_poll_when_idle(16, 1, 1),
+            "a 16-core host, one process, one GPU"
+        );
+        assert!(may_poll_when_idle(16, 2, 2), "8 cores each for 5 threads");
+        assert!(!may_poll_when_idle(16, 4, 1), "4 cores each for 4 threads");
+        assert!(!may_poll_when_idle(2, 1, 1), "a 2-core machine");
+        assert!(
+            !may_poll_when_idle(7, 1, 4),
+            "7 cores for 7 threads: none left over"
+        );
+        assert!(!may_poll_when_idle(1, 0, 0));
+    }
 
     #[test]
     fn processes_on_one_host_split_its_gpus_evenly_and_without_overlap() {

@@ -194,7 +194,7 @@ impl Runtime {
             clock_at_init,
             host_pinner,
         } = start_executor(
-            selection.execution,
+            (selection.execution, selection.poll_when_idle),
             &config,
             shared.clone(),
             (started, selection.num_nodes),

@@ -161,9 +161,10 @@ impl TaskDelegate for ForwardTasks {
 /// Starts the live or dry-run executor thread; with `print_graphs`, or a trace of several
 /// nodes, also clones the communicator that gathers graphs and traces at shutdown (collective:
 /// every node has the same settings). Returns the trace's time origin: `started`, or with a
-/// trace of several nodes the moment all of them left a barrier.
+/// trace of several nodes the moment all of them left a barrier. With `poll_when_idle` the
+/// executor and the backend's queue threads poll briefly before they park.
 pub(super) fn start_executor(
-    execution: devices::Execution,
+    (execution, poll_when_idle): (devices::Execution, bool),
     config: &Config,
     shared: Arc<Shared>,
     (started, num_nodes): (Instant, usize),
@@ -179,6 +180,7 @@ pub(super) fn start_executor(
             mut communicator,
         } => {
             host_pinner = backend.host_pinner();
+            crate::backend::thread_queue::set_poll_when_idle(poll_when_idle);
             let gather_traces = tracing_on && num_nodes > 1;
             if config.print_graphs || gather_traces {
                 // Collective: every node runs with the same `print_graphs` and `trace_file`.
@@ -196,6 +198,7 @@ pub(super) fn start_executor(
                 stall_timeout: config.stall_timeout,
                 trace_epoch: tracing_on.then_some(started),
                 accessor_boundary_check: config.accessor_boundary_check,
+                poll_when_idle,
             };
             ExecutorHandle::start(backend, communicator, shared, executor_config)?
         }
