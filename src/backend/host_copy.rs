@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use crossbeam_channel::{Sender, unbounded};
 
-use super::parallel_copy::{Stores, advise_huge_pages, copy_with};
+use super::parallel_copy::{Stores, advise_huge_pages, copy_with, touch_pages};
 
 /// Page-locks ranges of ordinary host memory in place, so that copies between them and devices
 /// are DMA'd instead of staged (the runtime's copy of a host-initialised buffer).
@@ -47,11 +47,14 @@ impl HostCopy {
     ///
     /// Measured on the H200 host (docs/gpu.md): page-locking 1 GiB of freshly copied huge-page
     /// memory takes 26-29 ms and makes the first device read a DMA (0.92 of raw pinned
-    /// bandwidth instead of 0.65-0.79 staged). Page-locking before or while copying faults the
-    /// pages in on one thread (the create took 4-6x longer); page-locking on a helper thread
-    /// after the create returns halved the staged copies that ran meanwhile; and page-locking
-    /// range by range as they are copied needs DMAs split at the ranges' ends (one
-    /// `cuMemcpyAsync` across two registrations fails with `CUDA_ERROR_INVALID_VALUE`).
+    /// bandwidth instead of 0.65-0.79 staged). So the copy's pages are faulted in on every copy
+    /// thread first, and the driver locks them while the copy fills them (create 65-85 ms
+    /// against 80-93 ms for locking after the copy, alternating in one call). Letting the
+    /// driver fault fresh pages in itself, before or while copying, runs on one thread (the
+    /// create took 212-253 ms); locking on a helper thread after the create returns halved the
+    /// staged copies that ran meanwhile; locking range by range as they are copied needs every
+    /// DMA split at the ranges' ends (one `cuMemcpyAsync` across two registrations fails with
+    /// `CUDA_ERROR_INVALID_VALUE`).
     pub fn new(
         bytes: &[u8],
         argument: &str,
@@ -60,18 +63,44 @@ impl HostCopy {
         let mut out = crate::error::try_byte_vec(bytes.len(), argument)?;
         advise_huge_pages(out.as_mut_ptr(), bytes.len());
         let len = bytes.len();
-        // SAFETY: `out` has capacity for `len` bytes, distinct from `bytes`; every byte is
-        // written before `set_len` exposes it.
-        unsafe {
-            copy_with(out.as_mut_ptr(), bytes.as_ptr(), len, Stores::Streaming);
-            out.set_len(len);
-        }
-        let address = out.as_ptr() as usize;
-        let pinned = pinner
-            .filter(|_| len >= PIN_THRESHOLD)
-            // SAFETY: `out`'s buffer stays allocated (and in place) until `Drop` unpins it.
-            .filter(|pinner| unsafe { pinner.pin(address, len) })
-            .cloned();
+        let (address, source) = (out.as_mut_ptr() as usize, bytes.as_ptr() as usize);
+        // SAFETY: `out` has capacity for `len` bytes, distinct from `bytes`.
+        let copy = || unsafe {
+            copy_with(
+                address as *mut u8,
+                source as *const u8,
+                len,
+                Stores::Streaming,
+            )
+        };
+        let pinned = match pinner.filter(|_| len >= PIN_THRESHOLD) {
+            None => {
+                copy();
+                None
+            }
+            Some(pinner) => {
+                // Fault the pages in on every copy thread first; then the driver only locks
+                // them, while the copy fills them.
+                // SAFETY: as above; nothing reads `out` before the copy below.
+                unsafe { touch_pages(address as *mut u8, len) };
+                // SAFETY: `out`'s buffer stays allocated (and in place) until `Drop` unpins it;
+                // locking its pages neither reads nor writes them.
+                let lock = || unsafe { pinner.pin(address, len) };
+                let pinned = std::thread::scope(|scope| {
+                    let locking = std::thread::Builder::new()
+                        .name("celerity-pin".into())
+                        .spawn_scoped(scope, lock);
+                    copy();
+                    match locking {
+                        Ok(thread) => thread.join().unwrap_or(false),
+                        Err(_) => lock(),
+                    }
+                });
+                pinned.then(|| pinner.clone())
+            }
+        };
+        // SAFETY: every byte was written by the copy above.
+        unsafe { out.set_len(len) };
         Ok(Self { bytes: out, pinned })
     }
 
