@@ -18,8 +18,10 @@
 //! * User memory (memory 0) copies to and from device memories directly ([`copy`]): a
 //!   contiguous copy with a pageable end is staged through pinned chunks with parallel host
 //!   copies ([`staging`], whose slots are pinned in the background when the backend starts);
-//!   pinned ends (the pool's blocks, memory the program pinned) are DMA'd as is. Buffer fences
-//!   therefore copy device memory straight into user memory (`instruction::fence`).
+//!   pinned ends (the pool's blocks, memory the program pinned, the runtime's copies of
+//!   host-initialised buffers that [`Backend::host_pinner`] page-locked in place) are DMA'd as
+//!   is. Buffer fences therefore copy device memory straight into user memory
+//!   (`instruction::fence`).
 //! * With accessor boundary checking, a kernel's records are copied to device memory before
 //!   its launch and back after it, on its stream ([`records`]).
 //! * Events recorded after each submission are reused, and [`Backend::poll`] queries only the
