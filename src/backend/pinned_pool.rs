@@ -96,21 +96,12 @@ impl<A: PinnedAllocator> PinnedPool<A> {
             self.stats.reuses += 1;
             return Some(address);
         }
-        if class > self.limit {
-            self.stats.refusals += 1;
+        if !self.make_room(class) {
             return None;
-        }
-        while self.stats.pinned_bytes + class > self.limit {
-            if !self.evict_one() {
-                self.stats.refusals += 1;
-                return None;
-            }
         }
         match self.allocator.allocate(class) {
             Ok(address) => {
-                self.stats.pinned_bytes += class;
-                self.stats.peak_pinned_bytes =
-                    self.stats.peak_pinned_bytes.max(self.stats.pinned_bytes);
+                self.count_pinned(class);
                 self.stats.driver_allocations += 1;
                 self.in_use.insert(address, class);
                 self.ranges.insert(address, class);
@@ -142,6 +133,16 @@ impl<A: PinnedAllocator> PinnedPool<A> {
     /// in place, [`PinnedPool::add_registered`]) and counts them against the limit, evicting
     /// cached blocks if needed. False when the limit does not allow it.
     pub fn reserve_registration(&mut self, bytes: usize) -> bool {
+        if !self.make_room(bytes) {
+            return false;
+        }
+        self.count_pinned(bytes);
+        true
+    }
+
+    /// Whether `bytes` more fit under the limit, after evicting cached blocks as needed; counts
+    /// a refusal when they do not.
+    fn make_room(&mut self, bytes: usize) -> bool {
         if bytes > self.limit {
             self.stats.refusals += 1;
             return false;
@@ -152,9 +153,13 @@ impl<A: PinnedAllocator> PinnedPool<A> {
                 return false;
             }
         }
+        true
+    }
+
+    /// Counts `bytes` newly pinned.
+    fn count_pinned(&mut self, bytes: usize) {
         self.stats.pinned_bytes += bytes;
         self.stats.peak_pinned_bytes = self.stats.peak_pinned_bytes.max(self.stats.pinned_bytes);
-        true
     }
 
     /// Records a range registered after [`PinnedPool::reserve_registration`], so that

@@ -58,12 +58,9 @@ impl PinnedAllocator for DriverPinned {
             ));
         }
         advise_huge_pages(pointer, bytes);
-        // SAFETY: `pointer` is a fresh allocation of `bytes` bytes; registering faults its pages
-        // in and locks them until `free` unregisters them.
-        let registered = check("cuMemHostRegister", unsafe {
-            sys::cuMemHostRegister_v2(pointer.cast(), bytes, sys::CU_MEMHOSTREGISTER_PORTABLE)
-        });
-        if let Err(error) = registered {
+        // SAFETY: `pointer` is a fresh allocation of `bytes` bytes, kept until `free`
+        // unregisters it; the context is current.
+        if let Err(error) = unsafe { register(pointer as usize, bytes) } {
             // SAFETY: allocated above with this layout, never handed out.
             unsafe { dealloc(pointer, layout) };
             return Err(error.context(format!("pinning {bytes} host bytes")));
@@ -92,6 +89,22 @@ impl PinnedAllocator for DriverPinned {
     }
 }
 
+/// Page-locks `[address, address + bytes)` for every context (`cuMemHostRegister`,
+/// portable): the driver faults its pages in and locks them without touching their contents.
+///
+/// # Safety
+/// The range must stay allocated until it is unregistered; a context must be current.
+unsafe fn register(address: usize, bytes: usize) -> Result<()> {
+    // SAFETY: forwarded contract.
+    check("cuMemHostRegister", unsafe {
+        sys::cuMemHostRegister_v2(
+            address as *mut c_void,
+            bytes,
+            sys::CU_MEMHOSTREGISTER_PORTABLE,
+        )
+    })
+}
+
 /// Page-locks host ranges in place for every device (`cuMemHostRegister`, portable), counting
 /// them against the pinned pool's limit and recording them in the pool, so that copies find
 /// them pinned without asking the driver. Calls the driver only while the backend lives: its
@@ -110,15 +123,9 @@ impl HostPinner for DriverHostPinner {
             return false;
         }
         let registered = make_current(self.context).and_then(|()| {
-            // SAFETY: the caller's live allocation of `bytes`, kept until `unpin`; registering
-            // faults its pages in and locks them without touching their contents.
-            check("cuMemHostRegister", unsafe {
-                sys::cuMemHostRegister_v2(
-                    address as *mut c_void,
-                    bytes,
-                    sys::CU_MEMHOSTREGISTER_PORTABLE,
-                )
-            })
+            // SAFETY: the caller's live allocation of `bytes`, kept until `unpin`; the context
+            // is current.
+            unsafe { register(address, bytes) }
         });
         let mut pool = self.pool.lock();
         match registered {

@@ -19,9 +19,20 @@ fn box1d(min: usize, max: usize) -> GridBox {
 
 /// Node `from` sends elements `[min, max)` of its 1-D allocation `data` (covering [0, len)).
 fn send(comm: &mut InProcessCommunicator, to: u64, id: u64, data: &[u32], min: usize, max: usize) {
+    send_for(comm, TRANSFER, to, id, (data, min, max));
+}
+
+/// [`send`] for `transfer`.
+fn send_for(
+    comm: &mut InProcessCommunicator,
+    transfer: TransferId,
+    to: u64,
+    id: u64,
+    (data, min, max): (&[u32], usize, usize),
+) {
     let message = PilotMessage {
         id: MessageId(id),
-        transfer: TRANSFER,
+        transfer,
         region_box: box1d(min, max),
     };
     comm.send_outbound_pilot(&OutboundPilot {
@@ -306,27 +317,11 @@ fn polls_visit_only_transfers_with_payloads_in_flight() {
 
     // The data of one of them arrives: the poll that sees its pilot completes it.
     let data = source();
-    let message = PilotMessage {
-        id: MessageId(5),
-        transfer: TransferId {
-            consumer: TaskId(100 + 7),
-            ..TRANSFER
-        },
-        region_box: box1d(0, 4),
+    let transfer = TransferId {
+        consumer: TaskId(100 + 7),
+        ..TRANSFER
     };
-    sender
-        .send_outbound_pilot(&OutboundPilot {
-            to: NodeId(0),
-            message,
-        })
-        .unwrap();
-    let stride = Stride {
-        allocation_range: Range::new(data.len(), 1, 1),
-        transfer: Subrange::new(Id::new(0, 0, 0), Range::new(4, 1, 1)),
-        elem_size: 4,
-    };
-    // SAFETY: `data` outlives the send, which the in-process fabric completes immediately.
-    unsafe { sender.send_payload(NodeId(0), MessageId(5), data.as_ptr().cast(), stride) }.unwrap();
+    send_for(&mut sender, transfer, 0, 5, (&data, 0, 4));
     poll_until(&mut arbiter, &mut receiver, &events[7]);
     assert!(
         arbiter.transfer_visits - posted <= 3,
