@@ -43,7 +43,10 @@ use crate::types::{
 use crate::user_objects::{HostObjectInstance, Promise, Reducer, UserMemory};
 use config::{Config, Lookahead};
 pub use devices::BackendKind;
-use wiring::{ForwardTasks, Shared, SpmdWindows, StartedExecutor, start_executor, start_scheduler};
+use wiring::{
+    AsyncErrors, ForwardTasks, Shared, SpmdWindows, StartedExecutor, start_executor,
+    start_scheduler,
+};
 
 /// What `celerity_runtime_get_info` reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,7 +182,7 @@ impl Runtime {
             dry_run: config.dry_run_nodes.is_some(),
         };
         let shared = Arc::new(Shared {
-            errors: Mutex::new(Vec::new()),
+            errors: Mutex::new(AsyncErrors::default()),
             epochs: Mutex::new(EpochTracker::new()),
             scheduler: Mutex::new(None),
             stall_reports: Mutex::new(Vec::new()),
@@ -284,19 +287,20 @@ impl Runtime {
     /// Once a call has returned the job's failure, later errors are its follow-ons (another
     /// node's report of the same failed job arriving after this node's own, say): they were
     /// logged where they happened and are not returned again.
-    fn take_async_error(&mut self) -> Result<()> {
+    /// After a wait on an epoch that completed (`completed_epoch`), errors recorded once it was
+    /// reached are left for the next call: the epoch, and everything before it, succeeded here.
+    fn take_async_error(&mut self, completed_epoch: Option<TaskId>) -> Result<()> {
         let mut errors = self.shared.errors.lock();
-        if errors.is_empty() {
-            return Ok(());
-        }
         if self.failed.is_some() {
             errors.clear();
             return Ok(());
         }
-        let first = errors.remove(0);
-        let more = errors.len();
-        errors.clear();
+        let mut taken = errors.take_recorded_before(completed_epoch).into_iter();
         drop(errors);
+        let Some(first) = taken.next() else {
+            return Ok(());
+        };
+        let more = taken.len();
         let error = if more > 0 {
             first.context(format!("{more} more error(s) were logged; the first"))
         } else {
@@ -545,8 +549,16 @@ impl Runtime {
     }
 
     fn epoch(&mut self, action: EpochAction) -> Result<()> {
+        let (epoch, waited) = self.wait_for_epoch(action)?;
+        self.epoch_outcome(epoch, waited)
+    }
+
+    /// Submits an epoch and waits for the executor to reach it: its id and the promise's
+    /// outcome.
+    fn wait_for_epoch(&mut self, action: EpochAction) -> Result<(TaskId, Result<()>)> {
         let promise = Promise::new();
-        self.task_manager
+        let epoch = self
+            .task_manager
             .epoch(action, Some(TaskPayload::Promise(promise.clone())))?;
         let waited = promise.wait(Duration::from_secs(10), |waited| {
             tracing::warn!(
@@ -555,9 +567,14 @@ impl Runtime {
                 waited.as_secs()
             );
         });
+        Ok((epoch, waited))
+    }
+
+    /// What a wait on `epoch` returns once the executor reached it.
+    fn epoch_outcome(&mut self, epoch: TaskId, waited: Result<()>) -> Result<()> {
         self.prune();
         // The asynchronous error first: it makes the runtime failed (and names the task).
-        self.take_async_error()?;
+        self.take_async_error(waited.is_ok().then_some(epoch))?;
         waited
     }
 
@@ -589,7 +606,7 @@ impl Runtime {
 
     /// Errors reported asynchronously so far (for a fence's wait).
     pub fn check_async_errors(&mut self) -> Result<()> {
-        self.take_async_error()
+        self.take_async_error(None)
     }
 
     /// The task graph (for printing).
@@ -627,7 +644,7 @@ impl Runtime {
         // An error that no earlier call reported (one that happened during shutdown, e.g. a
         // failed free after a device fault, included) is reported now; one already reported is
         // not reported again (the executor reports each task's failure once).
-        self.take_async_error()?;
+        self.take_async_error(None)?;
         executor_outcome.and(observability)
     }
 

@@ -24,7 +24,7 @@ use crate::types::{BufferId, IdMap, NodeId, TaskId};
 
 /// State shared with the executor thread (its delegate) and the scheduler's sink.
 pub(super) struct Shared {
-    pub(super) errors: Mutex<Vec<Error>>,
+    pub(super) errors: Mutex<AsyncErrors>,
     pub(super) epochs: Mutex<EpochTracker>,
     pub(super) scheduler: Mutex<Option<crossbeam_channel::Sender<SchedulerEvent>>>,
     pub(super) stall_reports: Mutex<Vec<String>>,
@@ -47,12 +47,12 @@ impl ExecutorDelegate for Shared {
 
     fn async_error(&self, error: Error) {
         tracing::error!("{error}");
-        self.errors.lock().push(error);
+        self.push_error(error);
     }
 
     fn record_error(&self, error: Error) {
         tracing::debug!("{error}");
-        self.errors.lock().push(error);
+        self.push_error(error);
     }
 
     fn buffer_name(&self, bid: BufferId) -> Option<String> {
@@ -69,10 +69,61 @@ impl ExecutorDelegate for Shared {
 }
 
 impl Shared {
+    fn push_error(&self, error: Error) {
+        // Read before the push: the executor reports an epoch reached before it fulfils the
+        // epoch's promise, so an error stamped with that epoch (or a later one) was recorded
+        // after the wait on it could have returned.
+        let reached = self.epochs.lock().latest_epoch_reached();
+        self.errors.lock().push(reached, error);
+    }
+
     pub(super) fn notify_epoch(&self, epoch: TaskId) {
         if let Some(scheduler) = self.scheduler.lock().as_ref() {
             let _ = scheduler.send(SchedulerEvent::EpochReached(epoch));
         }
+    }
+}
+
+/// The errors the executor and scheduler threads reported and no call has returned yet, each
+/// stamped with the newest epoch reached when it was recorded. A wait whose epoch completed
+/// returns only what was recorded before that epoch was reached: what came later (a peer that
+/// left right after a barrier both passed) belongs to the next call.
+#[derive(Default)]
+pub(super) struct AsyncErrors {
+    entries: Vec<(TaskId, Error)>,
+}
+
+impl AsyncErrors {
+    fn push(&mut self, reached: TaskId, error: Error) {
+        self.entries.push((reached, error));
+    }
+
+    pub(super) fn first(&self) -> Option<&Error> {
+        self.entries.first().map(|(_, error)| error)
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    /// Takes the errors recorded before `completed_epoch` was reached, in order; every error
+    /// when there is no completed epoch.
+    pub(super) fn take_recorded_before(&mut self, completed_epoch: Option<TaskId>) -> Vec<Error> {
+        let Some(epoch) = completed_epoch else {
+            return std::mem::take(&mut self.entries)
+                .into_iter()
+                .map(|(_, error)| error)
+                .collect();
+        };
+        let mut taken = Vec::new();
+        self.entries.retain(|(reached, error)| {
+            let before = *reached < epoch;
+            if before {
+                taken.push(error.clone());
+            }
+            !before
+        });
+        taken
     }
 }
 

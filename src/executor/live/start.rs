@@ -416,8 +416,8 @@ impl Executor {
     }
 
     /// An epoch: the SPMD comparison (`check_spmd`), the barrier (if any, and only while the job
-    /// has not failed), the report (before the promise, so that pruning is
-    /// visible when `wait` returns), garbage collection, then the promise.
+    /// has not failed), garbage collection, the report (before the promise, so that pruning is
+    /// visible when `wait` returns), then the promise.
     fn run_epoch(
         &mut self,
         task: &Task,
@@ -432,8 +432,10 @@ impl Executor {
         } else {
             self.outcome()
         };
-        self.delegate.epoch_reached(task.id());
+        // Garbage first: a failed free is then recorded before the epoch is reported reached,
+        // and so returned by the wait on this epoch (see `AsyncErrors` in the runtime).
         self.collect(garbage);
+        self.delegate.epoch_reached(task.id());
         if let Some(promise) = task.promise() {
             promise.fulfill(barrier.clone());
         }

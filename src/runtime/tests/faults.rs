@@ -11,7 +11,7 @@ use crate::comm::Communicator;
 use crate::comm::in_process::InProcessCommunicator;
 use crate::grid::{Id, Range};
 use crate::runtime::Runtime;
-use crate::task::{CommandGroup, RangeMapper, TaskSpec};
+use crate::task::{CommandGroup, EpochAction, RangeMapper, TaskSpec};
 use crate::types::{BufferId, NodeId};
 
 /// A 1-D buffer of `len` u32 written by device kernel `name`, whose chunk fails on `failing`.
@@ -117,4 +117,45 @@ fn a_shutdown_after_a_failure_ends_although_a_peer_never_sends_its_data() {
             "node {node}: {error}"
         );
     }
+}
+
+/// A peer that leaves right after a barrier both nodes passed: the barrier succeeded here too, so
+/// it returns OK even when the peer's departure notice is recorded before this node's wait has
+/// looked at the errors; the next wait reports the departure. (Before, such a barrier failed with
+/// the departure now and then: `test_rank_faults.exit.mpi3` in CI.)
+#[test]
+fn a_barrier_both_nodes_passed_returns_ok_although_the_peer_leaves_right_after() {
+    let outcomes = on_nodes(fabric(2), base_config(), |node, mut rt| {
+        if node == NodeId(1) {
+            let passed = rt.barrier();
+            rt.depart_without_shutdown();
+            return (passed, Ok(()));
+        }
+        let (epoch, waited) = rt.wait_for_epoch(EpochAction::Barrier).unwrap();
+        // The departure notice lands between the executor's fulfilment of the barrier and this
+        // thread's look at the errors: the order that failed.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while rt.shared.errors.lock().first().is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "node 1's departure never arrived"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let passed = rt.epoch_outcome(epoch, waited);
+        let next = rt.wait();
+        (passed, next)
+    });
+    for (node, (passed, _)) in outcomes.iter().enumerate() {
+        assert!(passed.is_ok(), "node {node}'s barrier: {passed:?}");
+    }
+    let error = outcomes[0]
+        .1
+        .clone()
+        .expect_err("node 0's next wait reports the departure");
+    assert_eq!(error.kind(), crate::ErrorKind::Communication);
+    assert!(
+        error.message().contains("rank 1") && error.message().contains("without calling"),
+        "{error}"
+    );
 }
