@@ -32,6 +32,17 @@ pub enum Lookahead {
     Infinite,
 }
 
+/// On how many threads the scheduler builds the command and instruction graphs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedulerThreads {
+    /// Two where the process has a core for each of its threads and one more, else one.
+    Auto,
+    /// Both graphs on one thread (C++ Celerity's way).
+    One,
+    /// The command graph on one thread, the instruction graph on another.
+    Two,
+}
+
 /// What to do when a program reads uninitialised data or writes overlapping regions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorPolicy {

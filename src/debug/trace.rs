@@ -30,6 +30,8 @@ pub const SCHEDULER_TRACK: u64 = 2;
 pub const ALLOC_TRACK: u64 = 3;
 /// Track of sends and receives.
 pub const COMMUNICATION_TRACK: u64 = 4;
+/// Track of the scheduler's command-graph thread (with `scheduler_threads` two).
+pub const COMMAND_GRAPH_TRACK: u64 = 5;
 
 /// The kind of queue an instruction was dispatched to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,6 +264,12 @@ impl TraceLog {
             flows: Vec::new(),
             track_end: HashMap::new(),
         }
+    }
+
+    /// An empty trace of the same node and epoch, for another thread to record into and
+    /// [`merge`](Self::merge) back.
+    pub fn sibling(&self) -> Self {
+        Self::new(self.node, self.epoch)
     }
 
     /// Microseconds since the epoch.

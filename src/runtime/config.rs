@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
-pub use crate::policy::{ErrorPolicy, GraphFormat, LogLevel, Lookahead};
+pub use crate::policy::{ErrorPolicy, GraphFormat, LogLevel, Lookahead, SchedulerThreads};
 
 /// Which devices the runtime uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +35,8 @@ pub struct Config {
     pub horizon_max_parallelism: u32,
     /// `lookahead`.
     pub lookahead: Lookahead,
+    /// `scheduler_threads`.
+    pub scheduler_threads: SchedulerThreads,
     /// `dry_run_nodes`: `Some(n)` simulates n nodes and executes nothing.
     pub dry_run_nodes: Option<u32>,
     /// `print_graphs`.
@@ -72,6 +74,7 @@ impl Default for Config {
             horizon_step: 4,
             horizon_max_parallelism: 64,
             lookahead: Lookahead::Auto,
+            scheduler_threads: SchedulerThreads::Auto,
             dry_run_nodes: None,
             print_graphs: false,
             graph_dir: PathBuf::from("."),
@@ -248,6 +251,19 @@ const KEYS: &[Key] = &[
                 ("infinite", Lookahead::Infinite),
             ];
             c.lookahead = choice(v, &modes)?;
+            Some(())
+        },
+    },
+    Key {
+        name: "scheduler_threads",
+        accepts: "auto, 1, 2",
+        apply: |c, v| {
+            let counts = [
+                ("auto", SchedulerThreads::Auto),
+                ("1", SchedulerThreads::One),
+                ("2", SchedulerThreads::Two),
+            ];
+            c.scheduler_threads = choice(v, &counts)?;
             Some(())
         },
     },

@@ -8,7 +8,7 @@ use crate::comm::in_process::InProcessCommunicator;
 use crate::error::{Error, Result};
 use crate::types::NodeId;
 
-use super::config::{Config, DeviceSelection};
+use super::config::{Config, DeviceSelection, SchedulerThreads};
 
 /// Which backend runs kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +49,8 @@ pub(super) struct Selection {
     /// The process has a core for each of its threads, so they may poll briefly before they
     /// park (see [`may_poll_when_idle`]).
     pub poll_when_idle: bool,
+    /// One or two (never `Auto`): see [`scheduler_threads`].
+    pub scheduler_threads: SchedulerThreads,
 }
 
 /// Whether the runtime's threads may poll for work briefly before they park: only when this
@@ -56,6 +58,24 @@ pub(super) struct Selection {
 /// threads (application, scheduler, executor, one lane per device) a core of its own.
 pub(super) fn may_poll_when_idle(cores: usize, local_processes: usize, devices: usize) -> bool {
     cores / local_processes.max(1) > 3 + devices
+}
+
+/// How many scheduler threads to start: `Auto` takes two only where this process's share of the
+/// host's cores gives each of its threads (application, two scheduler stages, executor, one lane
+/// per device) a core of its own; otherwise the second stage would take a core from the others.
+pub(super) fn scheduler_threads(
+    configured: SchedulerThreads,
+    cores: usize,
+    local_processes: usize,
+    devices: usize,
+) -> SchedulerThreads {
+    match configured {
+        SchedulerThreads::Auto if cores / local_processes.max(1) > 4 + devices => {
+            SchedulerThreads::Two
+        }
+        SchedulerThreads::Auto => SchedulerThreads::One,
+        given => given,
+    }
 }
 
 /// Which of a host's `count` GPUs the process with host-local rank `local_rank` of `local_size`
@@ -191,6 +211,7 @@ pub(super) fn select(
                 "dry run of {nodes} node(s) with {devices} device(s) each, nothing executed"
             ),
             poll_when_idle: false,
+            scheduler_threads: SchedulerThreads::One,
         });
     }
     let (communicator, mpi) = match communicator {
@@ -201,8 +222,10 @@ pub(super) fn select(
     let host_local = communicator.host_local_rank()?;
     let (backend, backend_kind) = backend(config, host_local)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let poll_when_idle =
-        may_poll_when_idle(cores, host_local.1, backend.system_info().devices.len());
+    let devices = backend.system_info().devices.len();
+    let poll_when_idle = may_poll_when_idle(cores, host_local.1, devices);
+    let scheduler_threads =
+        scheduler_threads(config.scheduler_threads, cores, host_local.1, devices);
     if communicator.num_nodes() > 256 {
         return Err(Error::unsupported(format!(
             "{} processes exceed the supported 256 nodes",
@@ -217,6 +240,7 @@ pub(super) fn select(
     Ok(Selection {
         description,
         poll_when_idle,
+        scheduler_threads,
         node: communicator.local_node(),
         num_nodes: communicator.num_nodes(),
         system: backend.system_info().clone(),
@@ -231,7 +255,30 @@ pub(super) fn select(
 
 #[cfg(test)]
 mod tests {
-    use super::{host_share_of_gpus, may_poll_when_idle};
+    use super::{SchedulerThreads, host_share_of_gpus, may_poll_when_idle, scheduler_threads};
+
+    #[test]
+    fn two_scheduler_threads_only_with_a_core_for_each_thread_or_when_asked() {
+        use SchedulerThreads::{Auto, One, Two};
+        assert_eq!(
+            scheduler_threads(Auto, 16, 1, 1),
+            Two,
+            "16 cores, 5 threads"
+        );
+        assert_eq!(
+            scheduler_threads(Auto, 16, 1, 4),
+            Two,
+            "16 cores, 8 threads"
+        );
+        assert_eq!(
+            scheduler_threads(Auto, 16, 4, 1),
+            One,
+            "4 cores each for 5 threads"
+        );
+        assert_eq!(scheduler_threads(Auto, 2, 1, 1), One, "a 2-core machine");
+        assert_eq!(scheduler_threads(Two, 2, 1, 1), Two, "asked for");
+        assert_eq!(scheduler_threads(One, 64, 1, 1), One, "asked for");
+    }
 
     #[test]
     fn threads_poll_before_parking_only_with_a_core_each() {

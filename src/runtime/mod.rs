@@ -206,7 +206,7 @@ impl Runtime {
             &config,
             &selection.system,
             (selection.node, selection.num_nodes),
-            &executor,
+            (&executor, selection.scheduler_threads),
             shared.clone(),
             tracing_on.then_some(started),
         )?;

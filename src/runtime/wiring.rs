@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::executor::{ExecutorConfig, ExecutorDelegate, ExecutorHandle, ExecutorMessage};
 use crate::instruction::{Batch, InstructionGraphGenerator, InstructionRecorder, Policies};
 use crate::policy::ErrorPolicy;
-use crate::scheduler::{SchedulerEvent, SchedulerHandle, SchedulerSink};
+use crate::scheduler::{SchedulerEvent, SchedulerHandle, SchedulerSink, SchedulerThreads};
 use crate::task::{EpochTracker, Task, TaskDelegate};
 use crate::types::{BufferId, IdMap, NodeId, TaskId};
 
@@ -282,7 +282,7 @@ pub(super) fn start_scheduler(
     config: &Config,
     system: &SystemInfo,
     (node, num_nodes): (NodeId, usize),
-    executor: &ExecutorHandle,
+    (executor, scheduler_threads): (&ExecutorHandle, SchedulerThreads),
     shared: Arc<Shared>,
     trace_epoch: Option<Instant>,
 ) -> Result<SchedulerHandle> {
@@ -321,7 +321,7 @@ pub(super) fn start_scheduler(
     SchedulerHandle::start(
         cdag,
         idag,
-        config.lookahead,
+        (config.lookahead, scheduler_threads),
         Box::new(sink),
         scheduler_trace,
     )

@@ -20,25 +20,33 @@
 //! Generation errors (e.g. an uninitialised read under policy `error`) are reported through the
 //! error sink and the offending task produces no work. The thread ends after it handed over the
 //! shutdown epoch's batch.
+//!
+//! The work has two stages, [`CommandStage`] (tasks to commands) and [`InstructionStage`]
+//! (the lookahead queue, commands to instructions, the sink). With [`SchedulerThreads::Two`]
+//! each runs on a thread of its own, connected by a channel of [`Compile`] records in program
+//! order: the command graph of one task is built while the instructions of the previous one
+//! are, which halves the scheduler's share of the per-task floor where a core is free for it.
 
-use std::collections::VecDeque;
+mod command_stage;
+mod instruction_stage;
+
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
 use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 
-use crate::command::{CommandGraphGenerator, CommandKind, CommandRef};
-use crate::debug::json_string;
-use crate::debug::trace::{SCHEDULER_TRACK, TraceLog};
-use crate::error::{Error, ErrorKind, Result};
+use crate::command::CommandGraphGenerator;
+use crate::debug::trace::{COMMAND_GRAPH_TRACK, SCHEDULER_TRACK, TraceLog};
+use crate::error::{Error, Result};
 use crate::grid::Range;
-use crate::instruction::{Batch, InstructionGraphGenerator, SchedulingHint};
+use crate::instruction::{Batch, InstructionGraphGenerator};
 use crate::policy::Lookahead;
 use crate::task::{EpochAction, Task};
-use crate::thread_guard::panic_message;
 use crate::types::{AllocationId, BufferId, HostObjectId, TaskId};
+use command_stage::{CommandStage, Compile};
+use instruction_stage::InstructionStage;
+
+pub use crate::policy::SchedulerThreads;
 
 /// Events from the application thread, in program order.
 pub enum SchedulerEvent {
@@ -99,34 +107,65 @@ pub struct SchedulerOutput {
     pub trace: Option<TraceLog>,
 }
 
-/// The application side of the scheduler thread.
+/// The application side of the scheduler thread (or threads).
 pub struct SchedulerHandle {
     sender: Sender<SchedulerEvent>,
-    thread: Option<JoinHandle<SchedulerOutput>>,
+    threads: Option<SchedulerThreadHandles>,
+}
+
+enum SchedulerThreadHandles {
+    One(JoinHandle<SchedulerOutput>),
+    Two {
+        commands: JoinHandle<(CommandGraphGenerator, Option<TraceLog>)>,
+        instructions: JoinHandle<(InstructionGraphGenerator, Option<TraceLog>)>,
+    },
 }
 
 impl SchedulerHandle {
-    /// Starts the scheduler thread over the two generators of this node; with `trace`, it
-    /// records a slice per task and per compiled command.
+    /// Starts the scheduler over the two generators of this node, on one thread or, with
+    /// [`SchedulerThreads::Two`], on one thread per stage; with `trace`, it records a slice per
+    /// task and per compiled command.
     pub fn start(
         cdag: CommandGraphGenerator,
         idag: InstructionGraphGenerator,
-        lookahead: Lookahead,
+        (lookahead, threads): (Lookahead, SchedulerThreads),
         sink: Box<dyn SchedulerSink>,
         trace: Option<TraceLog>,
     ) -> Result<Self> {
         let (sender, receiver) = unbounded();
-        let thread = std::thread::Builder::new()
-            .name("celerity-scheduler".into())
-            .spawn(move || {
-                let mut scheduler = Scheduler::new(cdag, idag, lookahead, sink);
-                scheduler.trace = trace;
-                scheduler.run(receiver)
-            })
-            .map_err(|e| Error::internal(format!("cannot start the scheduler thread: {e}")))?;
+        let spawn_error =
+            |e: std::io::Error| Error::internal(format!("cannot start the scheduler thread: {e}"));
+        let handles = if threads == SchedulerThreads::Two {
+            let command_trace = trace.as_ref().map(TraceLog::sibling);
+            let commands = CommandStage::new(cdag, command_trace, COMMAND_GRAPH_TRACK);
+            let instructions = InstructionStage::new(idag, lookahead, sink, trace);
+            let (to_instructions, compile_inputs) = unbounded();
+            let instructions = std::thread::Builder::new()
+                .name("celerity-idag".into())
+                .spawn(move || run_instruction_stage(instructions, compile_inputs))
+                .map_err(spawn_error)?;
+            let commands = std::thread::Builder::new()
+                .name("celerity-scheduler".into())
+                .spawn(move || run_command_stage(commands, receiver, to_instructions))
+                .map_err(spawn_error)?;
+            SchedulerThreadHandles::Two {
+                commands,
+                instructions,
+            }
+        } else {
+            let thread = std::thread::Builder::new()
+                .name("celerity-scheduler".into())
+                .spawn(move || {
+                    let mut scheduler = Scheduler::new(cdag, idag, lookahead, sink);
+                    scheduler.instructions.trace = trace;
+                    scheduler.run(receiver)
+                })
+                .map_err(spawn_error)?;
+            SchedulerThreadHandles::One(thread)
+        };
         Ok(Self {
             sender,
-            thread: Some(thread),
+            threads: Some(handles),
         })
     }
 
@@ -141,32 +180,83 @@ impl SchedulerHandle {
         let _ = self.sender.send(event);
     }
 
-    /// Waits for the scheduler thread to end (after the shutdown epoch) and takes its output.
+    /// Waits for the scheduler thread(s) to end (after the shutdown epoch) and takes the output.
     pub fn join(&mut self) -> Option<SchedulerOutput> {
-        self.thread.take().and_then(|thread| thread.join().ok())
+        match self.threads.take()? {
+            SchedulerThreadHandles::One(thread) => thread.join().ok(),
+            SchedulerThreadHandles::Two {
+                commands,
+                instructions,
+            } => {
+                let (cdag, command_trace) = commands.join().ok()?;
+                let (idag, mut trace) = instructions.join().ok()?;
+                if let (Some(trace), Some(command_trace)) = (&mut trace, command_trace) {
+                    trace.merge(command_trace);
+                }
+                Some(SchedulerOutput { cdag, idag, trace })
+            }
+        }
     }
 }
 
-enum Queued {
-    Command(CommandRef, SchedulingHint),
-    BufferDestroyed(BufferId),
-    BufferNameChanged(BufferId, String),
-    HostObjectDestroyed(HostObjectId),
+/// The command stage's thread: builds commands until the shutdown epoch (or until the
+/// application side hangs up) and hands everything on to the instruction stage.
+fn run_command_stage(
+    mut stage: CommandStage,
+    events: Receiver<SchedulerEvent>,
+    to_instructions: Sender<Compile>,
+) -> (CommandGraphGenerator, Option<TraceLog>) {
+    if let Some(trace) = &mut stage.trace {
+        trace.name_track(COMMAND_GRAPH_TRACK, "scheduler (command graph)");
+    }
+    while let Ok(event) = events.recv() {
+        let shutdown = matches!(&event, SchedulerEvent::Task(task)
+            if task.epoch_action() == Some(EpochAction::Shutdown));
+        stage.receive(event, &mut |input| {
+            // The instruction stage ends only after the shutdown epoch, the last input.
+            let _ = to_instructions.send(input);
+        });
+        if shutdown {
+            break;
+        }
+    }
+    stage.into_parts()
 }
 
-/// The scheduler's state (also usable without a thread, for tests).
+/// The instruction stage's thread: compiles until the shutdown epoch is handed over (or the
+/// command stage hangs up); before it blocks for input, the sink hands over what it holds.
+fn run_instruction_stage(
+    mut stage: InstructionStage,
+    inputs: Receiver<Compile>,
+) -> (InstructionGraphGenerator, Option<TraceLog>) {
+    if let Some(trace) = &mut stage.trace {
+        trace.name_track(SCHEDULER_TRACK, "scheduler");
+    }
+    loop {
+        let input = match inputs.try_recv() {
+            Ok(input) => input,
+            Err(TryRecvError::Empty) => {
+                stage.sink.flush();
+                match inputs.recv() {
+                    Ok(input) => input,
+                    Err(_) => break,
+                }
+            }
+            Err(TryRecvError::Disconnected) => break,
+        };
+        stage.receive(input);
+        if stage.shutdown {
+            break;
+        }
+    }
+    stage.sink.flush();
+    stage.into_parts()
+}
+
+/// Both stages on one thread (also usable without a thread, for tests and benchmarks).
 pub struct Scheduler {
-    cdag: CommandGraphGenerator,
-    idag: InstructionGraphGenerator,
-    lookahead: Lookahead,
-    sink: Box<dyn SchedulerSink>,
-    queue: VecDeque<Queued>,
-    /// Horizon commands queued after the last command that could merge with later ones.
-    horizons_since_mergeable: usize,
-    shutdown: bool,
-    trace: Option<TraceLog>,
-    /// Set after a panic inside a generator: later tasks only get their promises failed.
-    broken: Option<Error>,
+    commands: CommandStage,
+    instructions: InstructionStage,
 }
 
 impl Scheduler {
@@ -178,52 +268,32 @@ impl Scheduler {
         sink: Box<dyn SchedulerSink>,
     ) -> Self {
         Self {
-            cdag,
-            idag,
-            lookahead,
-            sink,
-            queue: VecDeque::new(),
-            horizons_since_mergeable: 0,
-            shutdown: false,
-            trace: None,
-            broken: None,
+            commands: CommandStage::new(cdag, None, SCHEDULER_TRACK),
+            instructions: InstructionStage::new(idag, lookahead, sink, None),
         }
     }
 
     fn run(mut self, receiver: Receiver<SchedulerEvent>) -> SchedulerOutput {
-        if let Some(trace) = &mut self.trace {
+        if let Some(trace) = &mut self.instructions.trace {
             trace.name_track(SCHEDULER_TRACK, "scheduler");
+            // One thread, one track: build and compile slices alternate on it.
+            self.commands.trace = Some(trace.sibling());
         }
         while let Some(event) = self.next_event(&receiver) {
-            let task = match &event {
-                SchedulerEvent::Task(task) => Some(task.clone()),
-                _ => None,
-            };
-            if let Some(broken) = self.broken.clone() {
-                if let Some(task) = task {
-                    self.fail_task(&task, &broken);
-                }
-            } else if let Err(payload) = catch_unwind(AssertUnwindSafe(|| self.handle(event))) {
-                let message = panic_message(payload.as_ref());
-                let error = Error::internal(format!(
-                    "the scheduler failed (a bug in celerity, please report it): {message}"
-                ));
-                self.sink.error(error.clone());
-                self.broken = Some(error.clone());
-                if let Some(task) = task {
-                    self.fail_task(&task, &error);
-                }
-            }
-            if self.shutdown {
+            let instructions = &mut self.instructions;
+            self.commands
+                .receive(event, &mut |input| instructions.receive(input));
+            if self.instructions.shutdown {
                 break;
             }
         }
-        self.sink.flush();
-        SchedulerOutput {
-            cdag: self.cdag,
-            idag: self.idag,
-            trace: self.trace,
+        self.instructions.sink.flush();
+        let (cdag, command_trace) = self.commands.into_parts();
+        let (idag, mut trace) = self.instructions.into_parts();
+        if let (Some(trace), Some(command_trace)) = (&mut trace, command_trace) {
+            trace.merge(command_trace);
         }
+        SchedulerOutput { cdag, idag, trace }
     }
 
     /// The next event; before blocking for it, the sink hands over what it holds (the
@@ -232,198 +302,17 @@ impl Scheduler {
         match receiver.try_recv() {
             Ok(event) => Some(event),
             Err(TryRecvError::Empty) => {
-                self.sink.flush();
+                self.instructions.sink.flush();
                 receiver.recv().ok()
             }
             Err(TryRecvError::Disconnected) => None,
         }
     }
 
-    /// Fails whatever waits for `task` (its fence or epoch promise); a shutdown epoch also stops
-    /// the executor, since no shutdown instruction will reach it.
-    fn fail_task(&mut self, task: &Arc<Task>, error: &Error) {
-        if let Some(promise) = task.promise() {
-            promise.fulfill(Err(error.clone()));
-        }
-        if task.epoch_action() == Some(EpochAction::Shutdown) {
-            self.sink.abort();
-            self.shutdown = true;
-        }
-    }
-
-    /// Processes one event.
+    /// Processes one event (a panic of a generator propagates).
     pub fn handle(&mut self, event: SchedulerEvent) {
-        match event {
-            SchedulerEvent::Task(task) => self.task(&task),
-            SchedulerEvent::BufferCreated {
-                bid,
-                range,
-                elem_size,
-                elem_align,
-                user_allocation,
-            } => {
-                self.cdag
-                    .notify_buffer_created(bid, range, user_allocation.is_some());
-                self.idag
-                    .notify_buffer_created(bid, range, elem_size, elem_align, user_allocation);
-            }
-            SchedulerEvent::BufferNameChanged(bid, name) => {
-                // The command graph is built on arrival, so it takes the name now; the
-                // instruction graph in order with the queued commands.
-                self.cdag.notify_buffer_name_changed(bid, &name);
-                self.queue.push_back(Queued::BufferNameChanged(bid, name))
-            }
-            SchedulerEvent::BufferDestroyed(bid) => {
-                self.queue.push_back(Queued::BufferDestroyed(bid));
-                self.drain();
-            }
-            SchedulerEvent::HostObjectCreated(hoid, owned) => {
-                self.cdag.notify_host_object_created(hoid);
-                self.idag.notify_host_object_created(hoid, owned);
-            }
-            SchedulerEvent::HostObjectDestroyed(hoid) => {
-                self.queue.push_back(Queued::HostObjectDestroyed(hoid));
-                self.drain();
-            }
-            SchedulerEvent::SetLookahead(lookahead) => {
-                self.lookahead = lookahead;
-                self.drain();
-            }
-            SchedulerEvent::Flush => self.drain(),
-            SchedulerEvent::EpochReached(epoch) => self.idag.prune_before_epoch(epoch),
-        }
-    }
-
-    fn task(&mut self, task: &Arc<Task>) {
-        #[cfg(test)]
-        crate::thread_guard::inject_panic("scheduler", task.name());
-        let start = self.trace.as_ref().map(TraceLog::now_us);
-        let built = self.cdag.build_task(task);
-        if let (Some(trace), Some(start)) = (&mut self.trace, start) {
-            let args = vec![("task", json_string(&task.id().to_string()))];
-            trace.span(
-                SCHEDULER_TRACK,
-                format!("build {}", task.label()),
-                start,
-                args,
-            );
-        }
-        let commands = match built {
-            Ok(commands) => commands,
-            Err(error) if error.kind() == ErrorKind::AccessPattern => {
-                // Access-pattern messages start with the task's title.
-                self.sink.error(error);
-                return;
-            }
-            Err(error) => {
-                self.sink
-                    .error(error.context(format!("task {}", task.label())));
-                return;
-            }
-        };
-        let mut force_flush = false;
-        for command in commands {
-            let hint = if self.lookahead == Lookahead::None {
-                SchedulingHint::IsSelfContained
-            } else {
-                self.idag.anticipate(&command)
-            };
-            match command.kind() {
-                CommandKind::Horizon { .. } => self.horizons_since_mergeable += 1,
-                CommandKind::Epoch { .. } | CommandKind::Fence => force_flush = true,
-                _ if hint == SchedulingHint::CouldMergeWithFutureCommands => {
-                    self.horizons_since_mergeable = 0
-                }
-                _ => {}
-            }
-            self.queue.push_back(Queued::Command(command, hint));
-        }
-        if force_flush {
-            self.drain();
-            // A fence or epoch is awaited by the application: no holding back behind it.
-            self.sink.flush();
-        } else if self.lookahead == Lookahead::None {
-            self.drain();
-        } else {
-            self.dequeue_ready();
-        }
-        if task.epoch_action() == Some(EpochAction::Shutdown) {
-            self.drain();
-            self.shutdown = true;
-        }
-    }
-
-    /// Compiles queued commands from the head for as long as the lookahead rules allow.
-    fn dequeue_ready(&mut self) {
-        let flush_all = self.lookahead == Lookahead::Auto && self.horizons_since_mergeable >= 2;
-        if flush_all {
-            self.drain();
-            return;
-        }
-        while let Some(Queued::Command(_, SchedulingHint::IsSelfContained)) = self.queue.front() {
-            let head = self.queue.pop_front().expect("non-empty");
-            self.compile(head);
-        }
-    }
-
-    /// Compiles everything queued.
-    fn drain(&mut self) {
-        while let Some(head) = self.queue.pop_front() {
-            self.compile(head);
-        }
-        self.horizons_since_mergeable = 0;
-    }
-
-    fn compile(&mut self, queued: Queued) {
-        let start = self.trace.as_ref().map(TraceLog::now_us);
-        let batch = match queued {
-            Queued::Command(command, _) => match self.traced_compile(&command, start) {
-                Ok(batch) => {
-                    if let Some(error) = self.idag.take_policy_error() {
-                        // The message names the task already; the batch still runs.
-                        self.sink.batch(batch);
-                        self.sink.error(error);
-                        return;
-                    }
-                    batch
-                }
-                Err(error) => {
-                    self.sink
-                        .error(error.context(format!("task {}", command.task().label())));
-                    return;
-                }
-            },
-            Queued::BufferDestroyed(bid) => {
-                self.cdag.notify_buffer_destroyed(bid);
-                self.idag.notify_buffer_destroyed(bid)
-            }
-            Queued::BufferNameChanged(bid, name) => {
-                self.idag.notify_buffer_name_changed(bid, &name);
-                return;
-            }
-            Queued::HostObjectDestroyed(hoid) => {
-                self.cdag.notify_host_object_destroyed(hoid);
-                self.idag.notify_host_object_destroyed(hoid)
-            }
-        };
-        if !batch.0.is_empty() || !batch.1.is_empty() {
-            self.sink.batch(batch);
-        }
-    }
-
-    fn traced_compile(&mut self, command: &CommandRef, start: Option<f64>) -> Result<Batch> {
-        let batch = self.idag.compile(command);
-        if let (Some(trace), Some(start)) = (&mut self.trace, start) {
-            let mut args = vec![
-                ("command", json_string(&command.id().to_string())),
-                ("task", json_string(&command.task().id().to_string())),
-            ];
-            if let Ok((instructions, _)) = &batch {
-                args.push(("instructions", instructions.len().to_string()));
-            }
-            let name = format!("compile {} {}", command.kind().name(), command.id());
-            trace.span(SCHEDULER_TRACK, name, start, args);
-        }
-        batch
+        let instructions = &mut self.instructions;
+        self.commands
+            .handle(event, &mut |input| instructions.handle(input));
     }
 }

@@ -13,7 +13,7 @@ use crate::comm::{Communicator, InboundPilot, OutboundPilot, Stride};
 use crate::error::Result;
 use crate::grid::{Id, Range};
 use crate::runtime::Runtime;
-use crate::runtime::config::{Config, DeviceSelection, GraphFormat, Lookahead};
+use crate::runtime::config::{Config, DeviceSelection, GraphFormat, Lookahead, SchedulerThreads};
 use crate::task::{CommandGroup, RangeMapper, TaskSpec};
 use crate::types::{BufferId, MessageId, NodeId};
 
@@ -183,6 +183,54 @@ fn print_graphs_gathers_command_graphs_onto_node_0_and_every_node_writes_its_ins
     }
 }
 
+/// The scheduler's two stages on threads of their own build the same graphs, byte for byte, as
+/// on one thread (two nodes, a transfer each way, horizons, lookahead on).
+#[test]
+fn two_scheduler_threads_build_the_same_graphs_as_one() {
+    let graphs = |threads: SchedulerThreads| {
+        let dir = scratch_dir("scheduler-threads");
+        let config = Config {
+            print_graphs: true,
+            graph_dir: dir.clone(),
+            scheduler_threads: threads,
+            lookahead: Lookahead::Auto,
+            devices: DeviceSelection::Host(2),
+            ..base_config()
+        };
+        on_nodes(fabric(2), config, |_, mut rt| {
+            let b = producer_consumer(&mut rt, None);
+            for _ in 0..6 {
+                rt.submit(
+                    TaskSpec::DeviceKernel {
+                        dims: 1,
+                        range: Range::new(16, 1, 1),
+                        offset: Id::default(),
+                    },
+                    CommandGroup::new()
+                        .read(b, RangeMapper::All)
+                        .access(b, crate::task::AccessMode::ReadWrite, RangeMapper::OneToOne)
+                        .name("step"),
+                    launcher(|_| {}),
+                )
+                .unwrap();
+            }
+            rt.shutdown().unwrap();
+        });
+        [
+            "celerity_cdag.dot",
+            "celerity_idag_node0.dot",
+            "celerity_idag_node1.dot",
+        ]
+        .map(|file| read(&dir.join(file)))
+    };
+    let one = graphs(SchedulerThreads::One);
+    let two = graphs(SchedulerThreads::Two);
+    assert!(one[0].contains("<b>push</b>"), "{}", one[0]);
+    for (one, two) in one.iter().zip(&two) {
+        assert_eq!(one, two);
+    }
+}
+
 #[test]
 fn graph_tasks_prints_only_the_chosen_tasks() {
     let dir = scratch_dir("graph-tasks");
@@ -331,10 +379,20 @@ fn track_names(events: &[serde_json::Value]) -> Vec<String> {
 
 #[test]
 fn the_trace_holds_instructions_on_their_lanes_with_tasks_bytes_and_flows() {
+    trace_of_producer_consumer(SchedulerThreads::One, &[]);
+}
+
+#[test]
+fn with_two_scheduler_threads_the_command_graph_has_its_own_track() {
+    trace_of_producer_consumer(SchedulerThreads::Two, &["scheduler (command graph)"]);
+}
+
+fn trace_of_producer_consumer(threads: SchedulerThreads, more_tracks: &[&str]) {
     let dir = scratch_dir("trace");
     let path = dir.join("trace.json");
     let config = Config {
         trace_file: Some(path.clone()),
+        scheduler_threads: threads,
         ..base_config()
     };
     on_nodes(fabric(2), config, |_, mut rt| {
@@ -349,7 +407,8 @@ fn the_trace_holds_instructions_on_their_lanes_with_tasks_bytes_and_flows() {
         let events: Vec<serde_json::Value> =
             all.iter().filter(|e| e["pid"] == node).cloned().collect();
         let tracks = track_names(&events);
-        for track in ["executor", "scheduler", "allocation queue", "communication"] {
+        let expected = ["executor", "scheduler", "allocation queue", "communication"];
+        for &track in expected.iter().chain(more_tracks) {
             assert!(tracks.iter().any(|t| t == track), "{track} in {tracks:?}");
         }
         assert!(tracks.iter().any(|t| t == "D0 lane 0"), "{tracks:?}");

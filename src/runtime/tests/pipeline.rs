@@ -11,7 +11,7 @@ use crate::executor::builtin_reducers::{BuiltinOp, BuiltinReducer};
 use crate::grid::{GridBox, Id, Range, Subrange};
 use crate::policy::ErrorPolicy;
 use crate::runtime::Runtime;
-use crate::runtime::config::{Config, DeviceSelection, Lookahead};
+use crate::runtime::config::{Config, DeviceSelection, Lookahead, SchedulerThreads};
 use crate::task::{AccessMode, CommandGroup, RangeMapper, TaskSpec};
 
 fn config(devices: u32, peer_copies: bool, lookahead: Lookahead) -> Config {
@@ -24,11 +24,17 @@ fn config(devices: u32, peer_copies: bool, lookahead: Lookahead) -> Config {
 }
 
 fn configurations() -> Vec<Config> {
+    let two_scheduler_threads = |config: Config| Config {
+        scheduler_threads: SchedulerThreads::Two,
+        ..config
+    };
     vec![
         config(1, true, Lookahead::Auto),
         config(4, true, Lookahead::Auto),
         config(4, false, Lookahead::None),
         config(3, true, Lookahead::Infinite),
+        two_scheduler_threads(config(4, true, Lookahead::Auto)),
+        two_scheduler_threads(config(3, false, Lookahead::None)),
     ]
 }
 

@@ -11,7 +11,7 @@ use crate::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
 use crate::error::ErrorKind;
 use crate::grid::Range;
 use crate::runtime::Runtime;
-use crate::runtime::config::{Config, DeviceSelection};
+use crate::runtime::config::{Config, DeviceSelection, SchedulerThreads};
 use crate::task::{CommandGroup, TaskSpec};
 use crate::thread_guard::INJECT_PANIC_PREFIX;
 
@@ -91,6 +91,28 @@ fn a_panic_on_the_scheduler_thread_is_an_internal_error_at_the_next_wait() {
         wait_after_task(host_config(), &injected("scheduler"), quiet_launcher()),
         &["scheduler failed", "injected panic on the scheduler thread"],
     );
+}
+
+#[test]
+fn a_panic_in_either_scheduler_stage_on_either_thread_count_is_an_internal_error() {
+    for threads in [SchedulerThreads::One, SchedulerThreads::Two] {
+        for (role, panic) in [
+            ("scheduler", "injected panic on the scheduler thread"),
+            (
+                "instruction stage",
+                "injected panic on the instruction stage thread",
+            ),
+        ] {
+            let config = Config {
+                scheduler_threads: threads,
+                ..host_config()
+            };
+            assert_internal(
+                wait_after_task(config, &injected(role), quiet_launcher()),
+                &["scheduler failed", panic],
+            );
+        }
+    }
 }
 
 #[test]
