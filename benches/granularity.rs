@@ -132,7 +132,8 @@ fn main() {
     let config = Config {
         devices: DeviceSelection::Host(devices),
         trace_file: std::env::var_os("GRANULARITY_TRACE").map(Into::into),
-        ..Config::default()
+        // CELERITY_* variables (e.g. CELERITY_SCHEDULER_THREADS) apply
+        ..Config::from_environment().expect("CELERITY_* variables")
     };
     let mut rt = Runtime::start(config).expect("runtime");
     let info = rt.info();

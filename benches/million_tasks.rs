@@ -40,7 +40,8 @@ fn main() {
     let every = env_count("SAMPLE_EVERY", 100_000).max(1);
     let config = Config {
         devices: DeviceSelection::Host(1),
-        ..Config::default()
+        // CELERITY_* variables (e.g. CELERITY_SCHEDULER_THREADS) apply
+        ..Config::from_environment().expect("CELERITY_* variables")
     };
     let mut rt = Runtime::start(config).expect("runtime");
     let range = Range::new(1, 1, 1);

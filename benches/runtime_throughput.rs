@@ -56,7 +56,8 @@ fn bench(c: &mut Criterion) {
     for devices in [1u32, 4] {
         let config = Config {
             devices: DeviceSelection::Host(devices),
-            ..Config::default()
+            // CELERITY_* variables (e.g. CELERITY_SCHEDULER_THREADS) apply
+            ..Config::from_environment().expect("CELERITY_* variables")
         };
         let mut rt = Runtime::start(config).expect("runtime");
         let range = Range::new(devices as usize, 1, 1);

@@ -396,6 +396,16 @@ fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> &'a str
         .unwrap_or("")
 }
 
+impl Config {
+    /// The defaults with this process's `CELERITY_*` variables applied, for programs that build
+    /// their configuration in code (the benchmarks); a malformed variable is an error.
+    pub fn from_environment() -> Result<Config> {
+        ConfigBuilder::default()
+            .build(environment()?)
+            .map(|(config, _)| config)
+    }
+}
+
 /// Explicitly set keys, in the order given; applied over the environment when the runtime starts.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConfigBuilder {
