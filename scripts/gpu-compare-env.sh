@@ -39,3 +39,6 @@ echo "=== granularity mpirun -n 2"
 each "granularity mpirun" bash -c "timeout 120 mpirun --allow-run-as-root --oversubscribe -x $var -n 2 '$dir/bin/granularity' | grep -iE 'METG|^\| *1 µs|^\| *10 µs'"
 echo "=== CUDA unit tests"
 "$dir/celerity_unit_tests" cuda 2>&1 | grep -E 'test result|FAILED|panicked' | head
+echo "=== gpu_bench all, default settings (the issue-16 table)"
+timeout 300 "$OUT/gpu_bench" all > "$OUT/gpu_bench_all.log" 2>&1
+echo "rc=$?"; grep '^|' "$OUT/gpu_bench_all.log"

@@ -24,6 +24,29 @@ enum Queued {
     HostObjectDestroyed(HostObjectId),
 }
 
+/// What the instruction stage is done with but the command stage's thread allocated (commands,
+/// their lists, the record runs) or holds anyway (tasks). With two threads it goes back there to
+/// be freed: glibc's malloc returns a block freed on another thread to its arena under that
+/// arena's lock, and the two stages contended for it on every task (on a 2-core VM two threads
+/// were then slower than one, `benches/scheduler_stages.rs`).
+#[derive(Default)]
+pub(super) struct Spent {
+    commands: Vec<CommandRef>,
+    command_lists: Vec<Vec<CommandRef>>,
+    tasks: Vec<Arc<Task>>,
+    /// Emptied record runs, for the command stage to fill again.
+    pub(super) runs: Vec<Vec<Compile>>,
+}
+
+impl Spent {
+    pub(super) fn is_empty(&self) -> bool {
+        self.commands.is_empty()
+            && self.command_lists.is_empty()
+            && self.tasks.is_empty()
+            && self.runs.is_empty()
+    }
+}
+
 /// The instruction graph generator, the lookahead queue in front of it and the sink behind it.
 pub(crate) struct InstructionStage {
     idag: InstructionGraphGenerator,
@@ -38,6 +61,8 @@ pub(crate) struct InstructionStage {
     pub(super) trace: Option<TraceLog>,
     /// Set after a panic inside the generator: later tasks only fail what waits for them.
     broken: Option<Error>,
+    /// With two threads: what goes back to the command stage's thread to be freed.
+    pub(super) spent: Option<Spent>,
 }
 
 impl InstructionStage {
@@ -56,6 +81,7 @@ impl InstructionStage {
             shutdown: false,
             trace,
             broken: None,
+            spent: None,
         }
     }
 
@@ -106,7 +132,12 @@ impl InstructionStage {
     /// Handles one input.
     pub(super) fn handle(&mut self, input: Compile) {
         match input {
-            Compile::Task { task, commands } => self.task(&task, commands),
+            Compile::Task { task, commands } => {
+                self.task(&task, commands);
+                if let Some(spent) = &mut self.spent {
+                    spent.tasks.push(task);
+                }
+            }
             Compile::BufferCreated {
                 bid,
                 range,
@@ -142,11 +173,11 @@ impl InstructionStage {
         }
     }
 
-    fn task(&mut self, task: &Arc<Task>, commands: Vec<CommandRef>) {
+    fn task(&mut self, task: &Arc<Task>, mut commands: Vec<CommandRef>) {
         #[cfg(test)]
         crate::thread_guard::inject_panic("instruction stage", task.name());
         let mut force_flush = false;
-        for command in commands {
+        for command in commands.drain(..) {
             let hint = if self.lookahead == Lookahead::None {
                 SchedulingHint::IsSelfContained
             } else {
@@ -161,6 +192,9 @@ impl InstructionStage {
                 _ => {}
             }
             self.queue.push_back(Queued::Command(command, hint));
+        }
+        if let Some(spent) = &mut self.spent {
+            spent.command_lists.push(commands);
         }
         if force_flush {
             self.drain();
@@ -201,7 +235,7 @@ impl InstructionStage {
     fn compile(&mut self, queued: Queued) {
         let start = self.trace.as_ref().map(TraceLog::now_us);
         let batch = match queued {
-            Queued::Command(command, _) => match self.traced_compile(&command, start) {
+            Queued::Command(command, _) => match self.traced_compile_and_retire(command, start) {
                 Ok(batch) => {
                     if let Some(error) = self.idag.take_policy_error() {
                         // The message names the task already; the batch still runs.
@@ -212,8 +246,7 @@ impl InstructionStage {
                     batch
                 }
                 Err(error) => {
-                    self.sink
-                        .error(error.context(format!("task {}", command.task().label())));
+                    self.sink.error(error);
                     return;
                 }
             },
@@ -227,6 +260,21 @@ impl InstructionStage {
         if !batch.0.is_empty() || !batch.1.is_empty() {
             self.sink.batch(batch);
         }
+    }
+
+    /// Compiles `command`, then lets it go (to the command stage's thread with two threads).
+    fn traced_compile_and_retire(
+        &mut self,
+        command: CommandRef,
+        start: Option<f64>,
+    ) -> Result<Batch> {
+        let batch = self.traced_compile(&command, start);
+        let batch =
+            batch.map_err(|error| error.context(format!("task {}", command.task().label())));
+        if let Some(spent) = &mut self.spent {
+            spent.commands.push(command);
+        }
+        batch
     }
 
     fn traced_compile(&mut self, command: &CommandRef, start: Option<f64>) -> Result<Batch> {
