@@ -21,7 +21,9 @@ use celerity::error::Error;
 use celerity::grid::{Id, Range};
 use celerity::instruction::{Batch, InstructionGraphGenerator, Policies};
 use celerity::runtime::config::{ErrorPolicy, Lookahead};
-use celerity::scheduler::{SchedulerEvent, SchedulerHandle, SchedulerSink, SchedulerThreads};
+use celerity::scheduler::{
+    SchedulerEvent, SchedulerHandle, SchedulerOptions, SchedulerSink, SchedulerThreads,
+};
 use celerity::task::{
     AccessMode, CommandGroup, EpochAction, RangeMapper, Task, TaskDelegate, TaskSpec,
 };
@@ -116,7 +118,12 @@ fn run(events: Vec<SchedulerEvent>, tasks: usize, threads: SchedulerThreads) -> 
     let mut handle = SchedulerHandle::start(
         cdag,
         idag,
-        (Lookahead::Auto, threads),
+        SchedulerOptions {
+            lookahead: Lookahead::Auto,
+            threads,
+            // The runtime's choice on a machine with a core for each of its threads.
+            poll_before_parking: true,
+        },
         Box::new(CountInstructions(0)),
         None,
     )

@@ -206,7 +206,11 @@ impl Runtime {
             &config,
             &selection.system,
             (selection.node, selection.num_nodes),
-            (&executor, selection.scheduler_threads),
+            (
+                &executor,
+                selection.scheduler_threads,
+                selection.poll_when_idle,
+            ),
             shared.clone(),
             tracing_on.then_some(started),
         )?;

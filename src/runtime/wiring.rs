@@ -18,7 +18,9 @@ use crate::error::{Error, Result};
 use crate::executor::{ExecutorConfig, ExecutorDelegate, ExecutorHandle, ExecutorMessage};
 use crate::instruction::{Batch, InstructionGraphGenerator, InstructionRecorder, Policies};
 use crate::policy::ErrorPolicy;
-use crate::scheduler::{SchedulerEvent, SchedulerHandle, SchedulerSink, SchedulerThreads};
+use crate::scheduler::{
+    SchedulerEvent, SchedulerHandle, SchedulerOptions, SchedulerSink, SchedulerThreads,
+};
 use crate::task::{EpochTracker, Task, TaskDelegate};
 use crate::types::{BufferId, IdMap, NodeId, TaskId};
 
@@ -282,7 +284,7 @@ pub(super) fn start_scheduler(
     config: &Config,
     system: &SystemInfo,
     (node, num_nodes): (NodeId, usize),
-    (executor, scheduler_threads): (&ExecutorHandle, SchedulerThreads),
+    (executor, scheduler_threads, poll_before_parking): (&ExecutorHandle, SchedulerThreads, bool),
     shared: Arc<Shared>,
     trace_epoch: Option<Instant>,
 ) -> Result<SchedulerHandle> {
@@ -321,7 +323,11 @@ pub(super) fn start_scheduler(
     SchedulerHandle::start(
         cdag,
         idag,
-        (config.lookahead, scheduler_threads),
+        SchedulerOptions {
+            lookahead: config.lookahead,
+            threads: scheduler_threads,
+            poll_before_parking,
+        },
         Box::new(sink),
         scheduler_trace,
     )

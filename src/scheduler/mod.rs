@@ -107,6 +107,23 @@ pub struct SchedulerOutput {
     pub trace: Option<TraceLog>,
 }
 
+/// How the scheduler runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedulerOptions {
+    /// How far ahead it looks before compiling commands.
+    pub lookahead: Lookahead,
+    /// One thread for both stages, or one each (`Auto` counts as one).
+    pub threads: SchedulerThreads,
+    /// With two threads: the instruction stage polls for its next input for
+    /// [`STAGE_SPIN`] before it parks (where the process has a core for each of its threads).
+    pub poll_before_parking: bool,
+}
+
+/// How long the instruction stage polls for input before it parks, where allowed: the next run
+/// of a busy program usually follows within microseconds, and a parked thread takes several to
+/// wake (tens on a VM's idle vCPU), a hop that one scheduler thread does not have.
+pub const STAGE_SPIN: std::time::Duration = std::time::Duration::from_micros(20);
+
 /// The application side of the scheduler thread (or threads).
 pub struct SchedulerHandle {
     sender: Sender<SchedulerEvent>,
@@ -128,10 +145,15 @@ impl SchedulerHandle {
     pub fn start(
         cdag: CommandGraphGenerator,
         idag: InstructionGraphGenerator,
-        (lookahead, threads): (Lookahead, SchedulerThreads),
+        options: SchedulerOptions,
         sink: Box<dyn SchedulerSink>,
         trace: Option<TraceLog>,
     ) -> Result<Self> {
+        let SchedulerOptions {
+            lookahead,
+            threads,
+            poll_before_parking,
+        } = options;
         let (sender, receiver) = unbounded();
         let spawn_error =
             |e: std::io::Error| Error::internal(format!("cannot start the scheduler thread: {e}"));
@@ -144,7 +166,14 @@ impl SchedulerHandle {
             let (to_commands, spent) = unbounded();
             let instructions = std::thread::Builder::new()
                 .name("celerity-idag".into())
-                .spawn(move || run_instruction_stage(instructions, compile_inputs, to_commands))
+                .spawn(move || {
+                    run_instruction_stage(
+                        instructions,
+                        compile_inputs,
+                        to_commands,
+                        poll_before_parking,
+                    )
+                })
                 .map_err(spawn_error)?;
             let commands = std::thread::Builder::new()
                 .name("celerity-scheduler".into())
@@ -268,6 +297,7 @@ fn run_instruction_stage(
     mut stage: InstructionStage,
     inputs: Receiver<Vec<Compile>>,
     to_commands: Sender<Spent>,
+    poll_before_parking: bool,
 ) -> (InstructionGraphGenerator, Option<TraceLog>) {
     if let Some(trace) = &mut stage.trace {
         trace.name_track(SCHEDULER_TRACK, "scheduler");
@@ -277,7 +307,8 @@ fn run_instruction_stage(
             Ok(run) => run,
             Err(TryRecvError::Empty) => {
                 stage.sink.flush();
-                match inputs.recv() {
+                let polled = poll_before_parking.then(|| poll(&inputs)).flatten();
+                match polled.map_or_else(|| inputs.recv(), Ok) {
                     Ok(run) => run,
                     Err(_) => break,
                 }
@@ -302,6 +333,19 @@ fn run_instruction_stage(
     }
     stage.sink.flush();
     stage.into_parts()
+}
+
+/// The next input if one arrives within [`STAGE_SPIN`].
+fn poll<T>(inputs: &Receiver<T>) -> Option<T> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < STAGE_SPIN {
+        match inputs.try_recv() {
+            Ok(input) => return Some(input),
+            Err(TryRecvError::Disconnected) => return None,
+            Err(TryRecvError::Empty) => std::hint::spin_loop(),
+        }
+    }
+    None
 }
 
 /// Both stages on one thread (also usable without a thread, for tests and benchmarks).
