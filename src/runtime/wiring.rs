@@ -320,6 +320,14 @@ pub(super) fn start_scheduler(
         held: Batch::default(),
     };
     let scheduler_trace = trace_epoch.map(|started| TraceLog::new(node, started));
+    tracing::debug!(
+        "scheduler: {}",
+        if scheduler_threads == SchedulerThreads::Two {
+            "two threads (command graph; instruction graph)"
+        } else {
+            "one thread"
+        }
+    );
     SchedulerHandle::start(
         cdag,
         idag,
