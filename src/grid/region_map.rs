@@ -133,6 +133,14 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         if b.is_empty() {
             return;
         }
+        if self.len == 1 && b == self.extent {
+            // One entry over the whole extent, all of it updated (a small buffer written whole
+            // by one instruction): the value changes in place, no query and no merge.
+            if let Some(v) = self.root.single_value_mut() {
+                *v = value;
+                return;
+            }
+        }
         let mut hits: SmallVec<[(GridBox, bool); 8]> = SmallVec::new();
         // An entry of exactly `b` is the only one meeting `b` (entries are disjoint): it takes the
         // value in place during the query, and the tree's shape does not change.

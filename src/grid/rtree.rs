@@ -99,6 +99,15 @@ impl<T> Node<T> {
         (self.height == 0).then(|| (self.boxes.as_slice(), self.slots.as_slice()))
     }
 
+    /// The value of a leaf holding exactly one entry.
+    #[inline]
+    pub fn single_value_mut(&mut self) -> Option<&mut T> {
+        match self.slots.as_mut_slice() {
+            [Slot::Value(v)] if self.height == 0 => Some(v),
+            _ => None,
+        }
+    }
+
     /// The entry containing point `p`, if any.
     pub fn point_query(&self, p: &[usize; 3]) -> Option<(GridBox, &T)> {
         for (b, s) in self.boxes.iter().zip(&self.slots) {

@@ -178,6 +178,25 @@ fn basic_3d() {
 }
 
 #[test]
+fn a_whole_extent_update_of_a_single_entry_map_replaces_its_value() {
+    let extent = b2([0, 0], [8, 8]);
+    let mut rm = RegionMap::with_box(extent, 0usize);
+    rm.update_box(&extent, 1);
+    check_results(&rm.get_box_values(&extent), &[(extent, 1)]);
+    // clamped to the extent: still the whole map
+    rm.update_box(&b2([0, 0], [100, 100]), 2);
+    check_results(&rm.get_box_values(&extent), &[(extent, 2)]);
+    assert_eq!(rm.len(), 1);
+    // two entries, then one again
+    rm.update_box(&b2([0, 0], [4, 8]), 3);
+    assert_eq!(rm.len(), 2);
+    rm.update_box(&extent, 4);
+    check_results(&rm.get_box_values(&extent), &[(extent, 4)]);
+    assert_eq!(rm.len(), 1);
+    rm.check_invariants();
+}
+
+#[test]
 fn updates_are_clamped_to_extent() {
     for dims in 1..=3 {
         let mut r = [1; 3];
