@@ -6,16 +6,12 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use super::SchedulerEvent;
+use super::{SchedulerEvent, scheduler_panic};
 use crate::command::{CommandGraphGenerator, CommandRef};
 use crate::debug::json_string;
 use crate::debug::trace::TraceLog;
 use crate::error::{Error, ErrorKind};
-use crate::grid::Range;
-use crate::policy::Lookahead;
 use crate::task::Task;
-use crate::thread_guard::panic_message;
-use crate::types::{AllocationId, BufferId, HostObjectId, TaskId};
 
 /// What the command stage hands the instruction stage, in program order.
 pub(crate) enum Compile {
@@ -24,28 +20,9 @@ pub(crate) enum Compile {
         task: Arc<Task>,
         commands: Vec<CommandRef>,
     },
-    /// A new buffer (see [`SchedulerEvent::BufferCreated`]).
-    BufferCreated {
-        bid: BufferId,
-        range: Range,
-        elem_size: usize,
-        elem_align: usize,
-        user_allocation: Option<AllocationId>,
-    },
-    /// A buffer's debug name, in order with the queued commands.
-    BufferNameChanged(BufferId, String),
-    /// A buffer's last use was submitted.
-    BufferDestroyed(BufferId),
-    /// A new host object (owned or not).
-    HostObjectCreated(HostObjectId, bool),
-    /// A host object's last use was submitted.
-    HostObjectDestroyed(HostObjectId),
-    /// The lookahead changed.
-    SetLookahead(Lookahead),
-    /// Compile everything queued now.
-    Flush,
-    /// The executor reached this epoch.
-    EpochReached(TaskId),
+    /// Any other event, passed on as it came once the command graph has taken it into account
+    /// (never [`SchedulerEvent::Task`]).
+    Event(SchedulerEvent),
     /// A generation error for the error sink.
     Error(Error),
     /// `task` produced no commands because of `error`: what waits for it fails.
@@ -92,10 +69,7 @@ impl CommandStage {
         // A panic may come from `out` (the instruction stage on this thread): that stage
         // catches its own, so what reaches here is the command graph's.
         if let Err(payload) = catch_unwind(AssertUnwindSafe(|| self.handle(event, out))) {
-            let message = panic_message(payload.as_ref());
-            let error = Error::internal(format!(
-                "the scheduler failed (a bug in celerity, please report it): {message}"
-            ));
+            let error = scheduler_panic(payload.as_ref());
             out(Compile::Error(error.clone()));
             self.broken = Some(error.clone());
             if let Some(task) = task {
@@ -107,48 +81,34 @@ impl CommandStage {
     /// Handles `event`: builds a task's commands, updates the generator's buffers and host
     /// objects, and passes everything on through `out`.
     pub(super) fn handle(&mut self, event: SchedulerEvent, out: &mut dyn FnMut(Compile)) {
-        match event {
-            SchedulerEvent::Task(task) => self.task(task, out),
+        match &event {
+            SchedulerEvent::Task(task) => return self.task(task.clone(), out),
             SchedulerEvent::BufferCreated {
                 bid,
                 range,
-                elem_size,
-                elem_align,
                 user_allocation,
-            } => {
-                self.cdag
-                    .notify_buffer_created(bid, range, user_allocation.is_some());
-                out(Compile::BufferCreated {
-                    bid,
-                    range,
-                    elem_size,
-                    elem_align,
-                    user_allocation,
-                });
-            }
+                ..
+            } => self
+                .cdag
+                .notify_buffer_created(*bid, *range, user_allocation.is_some()),
+            // The command graph is built on arrival, so it takes the name now; the instruction
+            // graph in order with the queued commands.
             SchedulerEvent::BufferNameChanged(bid, name) => {
-                // The command graph is built on arrival, so it takes the name now; the
-                // instruction graph in order with the queued commands.
-                self.cdag.notify_buffer_name_changed(bid, &name);
-                out(Compile::BufferNameChanged(bid, name));
+                self.cdag.notify_buffer_name_changed(*bid, name)
             }
-            SchedulerEvent::BufferDestroyed(bid) => {
-                // Every task using it has been built: the command graph forgets it now.
-                self.cdag.notify_buffer_destroyed(bid);
-                out(Compile::BufferDestroyed(bid));
-            }
-            SchedulerEvent::HostObjectCreated(hoid, owned) => {
-                self.cdag.notify_host_object_created(hoid);
-                out(Compile::HostObjectCreated(hoid, owned));
+            // Every task using it has been built: the command graph forgets it now.
+            SchedulerEvent::BufferDestroyed(bid) => self.cdag.notify_buffer_destroyed(*bid),
+            SchedulerEvent::HostObjectCreated(hoid, _) => {
+                self.cdag.notify_host_object_created(*hoid)
             }
             SchedulerEvent::HostObjectDestroyed(hoid) => {
-                self.cdag.notify_host_object_destroyed(hoid);
-                out(Compile::HostObjectDestroyed(hoid));
+                self.cdag.notify_host_object_destroyed(*hoid)
             }
-            SchedulerEvent::SetLookahead(lookahead) => out(Compile::SetLookahead(lookahead)),
-            SchedulerEvent::Flush => out(Compile::Flush),
-            SchedulerEvent::EpochReached(epoch) => out(Compile::EpochReached(epoch)),
+            SchedulerEvent::SetLookahead(_)
+            | SchedulerEvent::Flush
+            | SchedulerEvent::EpochReached(_) => {}
         }
+        out(Compile::Event(event));
     }
 
     fn task(&mut self, task: Arc<Task>, out: &mut dyn FnMut(Compile)) {

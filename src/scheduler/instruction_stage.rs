@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use super::SchedulerSink;
 use super::command_stage::Compile;
+use super::{SchedulerEvent, SchedulerSink, scheduler_panic};
 use crate::command::{CommandKind, CommandRef};
 use crate::debug::json_string;
 use crate::debug::trace::{SCHEDULER_TRACK, TraceLog};
@@ -14,7 +14,6 @@ use crate::error::{Error, Result};
 use crate::instruction::{Batch, InstructionGraphGenerator, SchedulingHint};
 use crate::policy::Lookahead;
 use crate::task::{EpochAction, Task};
-use crate::thread_guard::panic_message;
 use crate::types::{BufferId, HostObjectId};
 
 enum Queued {
@@ -105,10 +104,7 @@ impl InstructionStage {
             return;
         }
         if let Err(payload) = catch_unwind(AssertUnwindSafe(|| self.handle(input))) {
-            let message = panic_message(payload.as_ref());
-            let error = Error::internal(format!(
-                "the scheduler failed (a bug in celerity, please report it): {message}"
-            ));
+            let error = scheduler_panic(payload.as_ref());
             self.sink.error(error.clone());
             self.broken = Some(error.clone());
             if let Some(task) = task {
@@ -138,7 +134,15 @@ impl InstructionStage {
                     spent.tasks.push(task);
                 }
             }
-            Compile::BufferCreated {
+            Compile::Event(event) => self.event(event),
+            Compile::Error(error) => self.sink.error(error),
+            Compile::FailTask(task, error) => self.fail_task(&task, &error),
+        }
+    }
+
+    fn event(&mut self, event: SchedulerEvent) {
+        match event {
+            SchedulerEvent::BufferCreated {
                 bid,
                 range,
                 elem_size,
@@ -148,28 +152,35 @@ impl InstructionStage {
                 self.idag
                     .notify_buffer_created(bid, range, elem_size, elem_align, user_allocation)
             }
-            Compile::BufferNameChanged(bid, name) => {
+            SchedulerEvent::BufferNameChanged(bid, name) => {
                 self.queue.push_back(Queued::BufferNameChanged(bid, name))
             }
-            Compile::BufferDestroyed(bid) => {
+            SchedulerEvent::BufferDestroyed(bid) => {
                 self.queue.push_back(Queued::BufferDestroyed(bid));
                 self.drain();
             }
-            Compile::HostObjectCreated(hoid, owned) => {
+            SchedulerEvent::HostObjectCreated(hoid, owned) => {
                 self.idag.notify_host_object_created(hoid, owned)
             }
-            Compile::HostObjectDestroyed(hoid) => {
+            SchedulerEvent::HostObjectDestroyed(hoid) => {
                 self.queue.push_back(Queued::HostObjectDestroyed(hoid));
                 self.drain();
             }
-            Compile::SetLookahead(lookahead) => {
+            SchedulerEvent::SetLookahead(lookahead) => {
                 self.lookahead = lookahead;
                 self.drain();
             }
-            Compile::Flush => self.drain(),
-            Compile::EpochReached(epoch) => self.idag.prune_before_epoch(epoch),
-            Compile::Error(error) => self.sink.error(error),
-            Compile::FailTask(task, error) => self.fail_task(&task, &error),
+            SchedulerEvent::Flush => self.drain(),
+            SchedulerEvent::EpochReached(epoch) => self.idag.prune_before_epoch(epoch),
+            // Tasks arrive as `Compile::Task`, with their commands.
+            SchedulerEvent::Task(task) => {
+                let error = Error::internal(format!(
+                    "task {} reached the instruction stage without its commands",
+                    task.label()
+                ));
+                self.fail_task(&task, &error);
+                self.sink.error(error);
+            }
         }
     }
 

@@ -335,6 +335,14 @@ fn run_instruction_stage(
     stage.into_parts()
 }
 
+/// The internal error a panic inside a scheduler stage becomes.
+fn scheduler_panic(payload: &(dyn std::any::Any + Send)) -> Error {
+    let message = crate::thread_guard::panic_message(payload);
+    Error::internal(format!(
+        "the scheduler failed (a bug in celerity, please report it): {message}"
+    ))
+}
+
 /// The next input if one arrives within [`STAGE_SPIN`].
 fn poll<T>(inputs: &Receiver<T>) -> Option<T> {
     let start = std::time::Instant::now();
