@@ -211,7 +211,13 @@ pub(super) fn select(
                 "dry run of {nodes} node(s) with {devices} device(s) each, nothing executed"
             ),
             poll_when_idle: false,
-            scheduler_threads: SchedulerThreads::One,
+            // Nothing executes: the scheduler is the whole run, so `auto` may take two threads.
+            scheduler_threads: scheduler_threads(
+                config.scheduler_threads,
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
+                1,
+                0,
+            ),
         });
     }
     let (communicator, mpi) = match communicator {

@@ -461,9 +461,16 @@ fn buffer_fences_of_subranges_and_0d_buffers_return_exact_snapshots() {
 
 #[test]
 fn a_dry_run_builds_the_graphs_of_node_0_of_many_and_executes_nothing() {
+    for scheduler_threads in [SchedulerThreads::One, SchedulerThreads::Two] {
+        dry_run_of_20_kernels(scheduler_threads);
+    }
+}
+
+fn dry_run_of_20_kernels(scheduler_threads: SchedulerThreads) {
     let mut rt = Runtime::start(Config {
         dry_run_nodes: Some(4),
         devices: DeviceSelection::Host(2),
+        scheduler_threads,
         ..Config::default()
     })
     .unwrap();
