@@ -20,7 +20,6 @@
 //! that shutdown stays clean. The thread ends once the shutdown epoch has run and every
 //! instruction has completed; it then checks that every allocation was freed.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -48,8 +47,8 @@ use crate::instruction::{
 use crate::task::spmd::TaskDigest;
 use crate::task::{EpochAction, Task};
 use crate::types::{
-    AllocationId, CollectiveGroupId, HostObjectId, IdMap, InstructionId, MemoryId, ReductionId,
-    TaskId,
+    AllocationId, CollectiveGroupId, HostObjectId, IdMap, IdSet, InstructionId, MemoryId,
+    ReductionId, TaskId,
 };
 use crate::user_objects::{HostObjectInstance, Reducer, UserMemory};
 
@@ -67,7 +66,7 @@ pub(super) struct Executor {
     // Fields drop in declaration order: the bounds records (possibly the backend's pinned
     // memory) go back to the backend before it is dropped.
     /// The bounds records of running kernel and host-task chunks.
-    bounds_checks: HashMap<InstructionId, ArmedCheck>,
+    bounds_checks: IdMap<InstructionId, ArmedCheck>,
     /// Record blocks of completed chunks, for the next chunks to arm.
     spare_records: SpareRecords,
     backend: Box<dyn Backend>,
@@ -78,8 +77,8 @@ pub(super) struct Executor {
     engine: OutOfOrderEngine,
     arbiter: ReceiveArbiter,
     instructions: IdMap<InstructionId, Arc<Instruction>>,
-    allocations: HashMap<AllocationId, usize>,
-    user_memory: HashMap<AllocationId, UserMemory>,
+    allocations: IdMap<AllocationId, usize>,
+    user_memory: IdMap<AllocationId, UserMemory>,
     host_objects: IdMap<HostObjectId, HostObjectInstance>,
     reducers: IdMap<ReductionId, Arc<dyn Reducer>>,
     collective_comms: IdMap<CollectiveGroupId, Box<dyn Communicator>>,
@@ -101,9 +100,9 @@ pub(super) struct Executor {
     /// Present only with `trace_file`: one check per dispatch and retirement otherwise.
     trace: Option<Box<TraceLog>>,
     /// Tasks whose failure was reported (further failures of their chunks are not).
-    failed_tasks: HashSet<TaskId>,
+    failed_tasks: IdSet<TaskId>,
     /// Allocations whose alloc failed: work needing them is dropped, their free skipped.
-    failed_allocations: HashSet<AllocationId>,
+    failed_allocations: IdSet<AllocationId>,
 }
 
 /// How long a shutdown after a failure waits without progress before it gives up the transfers
@@ -169,8 +168,8 @@ impl Executor {
             engine: OutOfOrderEngine::new(num_devices),
             arbiter: ReceiveArbiter::new(),
             instructions: IdMap::default(),
-            allocations: HashMap::new(),
-            user_memory: HashMap::new(),
+            allocations: IdMap::default(),
+            user_memory: IdMap::default(),
             host_objects: IdMap::default(),
             reducers: IdMap::default(),
             collective_comms: IdMap::default(),
@@ -185,10 +184,10 @@ impl Executor {
             communication_in_flight: 0,
             stall_reported: false,
             trace,
-            bounds_checks: HashMap::new(),
+            bounds_checks: IdMap::default(),
             spare_records: SpareRecords::default(),
-            failed_tasks: HashSet::new(),
-            failed_allocations: HashSet::new(),
+            failed_tasks: IdSet::default(),
+            failed_allocations: IdSet::default(),
         }
     }
 
