@@ -92,8 +92,13 @@ impl CommandGraphGenerator {
         if boxes.is_empty() {
             return Ok(());
         }
+        let global = task.geometry().global_box();
+        if boxes.len() == 1 && boxes[0] == global && task.reductions().is_empty() {
+            // One chunk is the whole iteration space: nothing else can write.
+            return Ok(());
+        }
         let local = Region::from_boxes(boxes.iter().copied());
-        let remote = Region::from_box(task.geometry().global_box()).difference(&local);
+        let remote = Region::from_box(global).difference(&local);
         boxes.extend(remote.boxes().iter().copied());
         let overlaps = overlapping_writes(task, &boxes);
         if overlaps.is_empty() {
