@@ -41,7 +41,7 @@ use crate::error::{Error, Result};
 use crate::grid::Range;
 use crate::instruction::{Batch, InstructionGraphGenerator};
 use crate::policy::Lookahead;
-use crate::task::{EpochAction, Task};
+use crate::task::{EpochAction, Task, TaskType};
 use crate::types::{AllocationId, BufferId, HostObjectId, TaskId};
 use command_stage::{CommandStage, Compile};
 use instruction_stage::{InstructionStage, Spent};
@@ -239,7 +239,8 @@ const MAX_HELD_RECORDS: usize = 64;
 /// The command stage's thread: builds commands until the shutdown epoch (or until the
 /// application side hangs up) and hands everything on to the instruction stage, in runs: what
 /// it has made goes over once it holds [`MAX_HELD_RECORDS`], or before it blocks for the next
-/// event (the application is slower, or waits for a fence or epoch), or after the shutdown epoch.
+/// event (the application is slower, or waits), after a fence or epoch, or after the shutdown
+/// epoch.
 fn run_command_stage(
     mut stage: CommandStage,
     events: Receiver<SchedulerEvent>,
@@ -277,13 +278,19 @@ fn run_command_stage(
             }
             Err(TryRecvError::Disconnected) => break,
         };
-        let shutdown = matches!(&event, SchedulerEvent::Task(task)
-            if task.epoch_action() == Some(EpochAction::Shutdown));
+        let (shutdown, awaited) = match &event {
+            SchedulerEvent::Task(task) => (
+                task.epoch_action() == Some(EpochAction::Shutdown),
+                task.epoch_action().is_some() || task.task_type() == TaskType::Fence,
+            ),
+            _ => (false, false),
+        };
         stage.receive(event, &mut |input| held.push(input));
         if shutdown {
             break;
         }
-        if held.len() >= MAX_HELD_RECORDS {
+        // A fence or epoch is awaited by the application: no holding back behind it.
+        if awaited || held.len() >= MAX_HELD_RECORDS {
             hand_over(&mut held, &mut empty_runs);
         }
     }
