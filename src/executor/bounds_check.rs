@@ -25,9 +25,10 @@ pub(super) struct ArmedCheck {
 /// an in-order lane takes a whole chain of dependent chunks at once, so a program that submits
 /// a long loop has as many chunks armed as it submitted before the first completes: with room
 /// for only 32 spare blocks, every chunk of the next burst allocated its block again (about
-/// 1,100 instructions, most of it the 256-byte-aligned allocation). A block of one accessor's
-/// records takes about 330 bytes, so the spares of a burst of a thousand chunks stay well under
-/// a megabyte.
+/// 1,100 instructions, most of it the 256-byte-aligned allocation). A host block of one
+/// accessor's records takes about 330 bytes, so the spares of a burst of a thousand chunks stay
+/// well under a megabyte; on CUDA devices the blocks are page-sized blocks of the pinned pool,
+/// so at most 8 MiB of it stays with the spares.
 const MAX_SPARE_RECORDS: usize = 2048;
 
 /// Record blocks of completed chunks, reset and kept for the next chunks with as many
