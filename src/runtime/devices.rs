@@ -60,6 +60,11 @@ pub(super) fn may_poll_when_idle(cores: usize, local_processes: usize, devices: 
     cores / local_processes.max(1) > 3 + devices
 }
 
+/// The cores this process may run on (affinity and cgroup quota included).
+fn host_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// How many scheduler threads to start: `Auto` takes two only where this process's share of the
 /// host's cores gives each of its threads (application, two scheduler stages, executor, one lane
 /// per device) a core of its own; otherwise the second stage would take a core from the others.
@@ -70,7 +75,8 @@ pub(super) fn scheduler_threads(
     devices: usize,
 ) -> SchedulerThreads {
     match configured {
-        SchedulerThreads::Auto if cores / local_processes.max(1) > 4 + devices => {
+        // The second stage is one more thread beside those `may_poll_when_idle` counts.
+        SchedulerThreads::Auto if may_poll_when_idle(cores, local_processes, devices + 1) => {
             SchedulerThreads::Two
         }
         SchedulerThreads::Auto => SchedulerThreads::One,
@@ -212,12 +218,7 @@ pub(super) fn select(
             ),
             poll_when_idle: false,
             // Nothing executes: the scheduler is the whole run, so `auto` may take two threads.
-            scheduler_threads: scheduler_threads(
-                config.scheduler_threads,
-                std::thread::available_parallelism().map_or(1, |n| n.get()),
-                1,
-                0,
-            ),
+            scheduler_threads: scheduler_threads(config.scheduler_threads, host_cores(), 1, 0),
         });
     }
     let (communicator, mpi) = match communicator {
@@ -227,7 +228,7 @@ pub(super) fn select(
     // Several processes on one host split its GPUs (and its cores) among themselves.
     let host_local = communicator.host_local_rank()?;
     let (backend, backend_kind) = backend(config, host_local)?;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = host_cores();
     let devices = backend.system_info().devices.len();
     let poll_when_idle = may_poll_when_idle(cores, host_local.1, devices);
     let scheduler_threads =

@@ -291,6 +291,7 @@ impl Runtime {
     /// Once a call has returned the job's failure, later errors are its follow-ons (another
     /// node's report of the same failed job arriving after this node's own, say): they were
     /// logged where they happened and are not returned again.
+    ///
     /// After a wait on an epoch that completed (`completed_epoch`), errors recorded once it was
     /// reached are left for the next call: the epoch, and everything before it, succeeded here.
     fn take_async_error(&mut self, completed_epoch: Option<TaskId>) -> Result<()> {

@@ -111,21 +111,11 @@ impl AsyncErrors {
     /// Takes the errors recorded before `completed_epoch` was reached, in order; every error
     /// when there is no completed epoch.
     pub(super) fn take_recorded_before(&mut self, completed_epoch: Option<TaskId>) -> Vec<Error> {
-        let Some(epoch) = completed_epoch else {
-            return std::mem::take(&mut self.entries)
-                .into_iter()
-                .map(|(_, error)| error)
-                .collect();
-        };
-        let mut taken = Vec::new();
-        self.entries.retain(|(reached, error)| {
-            let before = *reached < epoch;
-            if before {
-                taken.push(error.clone());
-            }
-            !before
-        });
-        taken
+        let (taken, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.entries)
+            .into_iter()
+            .partition(|(reached, _)| completed_epoch.is_none_or(|epoch| *reached < epoch));
+        self.entries = later;
+        taken.into_iter().map(|(_, error)| error).collect()
     }
 }
 

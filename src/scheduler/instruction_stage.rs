@@ -23,11 +23,12 @@ enum Queued {
     HostObjectDestroyed(HostObjectId),
 }
 
-/// What the instruction stage is done with but the command stage's thread allocated (commands,
-/// their lists, the record runs) or holds anyway (tasks). With two threads it goes back there to
-/// be freed: glibc's malloc returns a block freed on another thread to its arena under that
-/// arena's lock, and the two stages contended for it on every task (on a 2-core VM two threads
-/// were then slower than one, `benches/scheduler_stages.rs`).
+/// What the instruction stage is done with: with two threads it goes back to the command
+/// stage's thread to be freed there. Commands, their lists and the record runs were allocated
+/// there, and glibc's malloc returns a block freed on another thread to its arena under that
+/// arena's lock: the two stages contended for it on every task (on a 2-core VM two threads were
+/// then slower than one, `benches/scheduler_stages.rs`). The tasks' last references go too, so
+/// that freeing a task (allocated on the application thread) costs the less busy stage.
 #[derive(Default)]
 pub(super) struct Spent {
     commands: Vec<CommandRef>,
@@ -35,15 +36,6 @@ pub(super) struct Spent {
     tasks: Vec<Arc<Task>>,
     /// Emptied record runs, for the command stage to fill again.
     pub(super) runs: Vec<Vec<Compile>>,
-}
-
-impl Spent {
-    pub(super) fn is_empty(&self) -> bool {
-        self.commands.is_empty()
-            && self.command_lists.is_empty()
-            && self.tasks.is_empty()
-            && self.runs.is_empty()
-    }
 }
 
 /// The instruction graph generator, the lookahead queue in front of it and the sink behind it.

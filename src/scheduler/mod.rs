@@ -220,10 +220,8 @@ impl SchedulerHandle {
                 instructions,
             } => {
                 let (cdag, command_trace) = commands.join().ok()?;
-                let (idag, mut trace) = instructions.join().ok()?;
-                if let (Some(trace), Some(command_trace)) = (&mut trace, command_trace) {
-                    trace.merge(command_trace);
-                }
+                let (idag, trace) = instructions.join().ok()?;
+                let trace = merged_trace(trace, command_trace);
                 Some(SchedulerOutput { cdag, idag, trace })
             }
         }
@@ -267,16 +265,9 @@ fn run_command_stage(
     };
     loop {
         free_spent(&mut empty_runs);
-        let event = match events.try_recv() {
-            Ok(event) => event,
-            Err(TryRecvError::Empty) => {
-                hand_over(&mut held, &mut empty_runs);
-                match events.recv() {
-                    Ok(event) => event,
-                    Err(_) => break,
-                }
-            }
-            Err(TryRecvError::Disconnected) => break,
+        let Some(event) = next_input(&events, false, || hand_over(&mut held, &mut empty_runs))
+        else {
+            break;
         };
         let (shutdown, awaited) = match &event {
             SchedulerEvent::Task(task) => (
@@ -309,20 +300,9 @@ fn run_instruction_stage(
     if let Some(trace) = &mut stage.trace {
         trace.name_track(SCHEDULER_TRACK, "scheduler");
     }
-    'inputs: loop {
-        let run = match inputs.try_recv() {
-            Ok(run) => run,
-            Err(TryRecvError::Empty) => {
-                stage.sink.flush();
-                let polled = poll_before_parking.then(|| poll(&inputs)).flatten();
-                match polled.map_or_else(|| inputs.recv(), Ok) {
-                    Ok(run) => run,
-                    Err(_) => break,
-                }
-            }
-            Err(TryRecvError::Disconnected) => break,
-        };
-        let mut run = run;
+    'inputs: while let Some(mut run) =
+        next_input(&inputs, poll_before_parking, || stage.sink.flush())
+    {
         for input in run.drain(..) {
             stage.receive(input);
             if stage.shutdown {
@@ -333,9 +313,7 @@ fn run_instruction_stage(
         // has ended (after the shutdown epoch) they are freed here.
         if let Some(spent) = &mut stage.spent {
             spent.runs.push(run);
-            if !spent.is_empty() {
-                let _ = to_commands.send(std::mem::take(spent));
-            }
+            let _ = to_commands.send(std::mem::take(spent));
         }
     }
     stage.sink.flush();
@@ -350,17 +328,37 @@ fn scheduler_panic(payload: &(dyn std::any::Any + Send)) -> Error {
     ))
 }
 
-/// The next input if one arrives within [`STAGE_SPIN`].
-fn poll<T>(inputs: &Receiver<T>) -> Option<T> {
-    let start = std::time::Instant::now();
-    while start.elapsed() < STAGE_SPIN {
-        match inputs.try_recv() {
-            Ok(input) => return Some(input),
-            Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) => std::hint::spin_loop(),
+/// The next message of `inputs`, `None` once its senders are gone. When none is waiting,
+/// `before_blocking` runs first (a sink or a held run hands over what it holds, so that nothing
+/// waits behind this thread's sleep); with `poll`, the thread then polls for [`STAGE_SPIN`]
+/// before it blocks.
+fn next_input<T>(inputs: &Receiver<T>, poll: bool, before_blocking: impl FnOnce()) -> Option<T> {
+    match inputs.try_recv() {
+        Ok(input) => return Some(input),
+        Err(TryRecvError::Disconnected) => return None,
+        Err(TryRecvError::Empty) => {}
+    }
+    before_blocking();
+    if poll {
+        let start = std::time::Instant::now();
+        while start.elapsed() < STAGE_SPIN {
+            match inputs.try_recv() {
+                Ok(input) => return Some(input),
+                Err(TryRecvError::Disconnected) => return None,
+                Err(TryRecvError::Empty) => std::hint::spin_loop(),
+            }
         }
     }
-    None
+    inputs.recv().ok()
+}
+
+/// The scheduler's trace: the compile slices with the command stage's build slices merged in.
+fn merged_trace(trace: Option<TraceLog>, command_trace: Option<TraceLog>) -> Option<TraceLog> {
+    let mut trace = trace?;
+    if let Some(command_trace) = command_trace {
+        trace.merge(command_trace);
+    }
+    Some(trace)
 }
 
 /// Both stages on one thread (also usable without a thread, for tests and benchmarks).
@@ -389,7 +387,9 @@ impl Scheduler {
             // One thread, one track: build and compile slices alternate on it.
             self.commands.trace = Some(trace.sibling());
         }
-        while let Some(event) = self.next_event(&receiver) {
+        // Before blocking for the next event, the sink hands over what it holds (the
+        // application thread is slower than this one, or waits).
+        while let Some(event) = next_input(&receiver, false, || self.instructions.sink.flush()) {
             let instructions = &mut self.instructions;
             self.commands
                 .receive(event, &mut |input| instructions.receive(input));
@@ -399,24 +399,9 @@ impl Scheduler {
         }
         self.instructions.sink.flush();
         let (cdag, command_trace) = self.commands.into_parts();
-        let (idag, mut trace) = self.instructions.into_parts();
-        if let (Some(trace), Some(command_trace)) = (&mut trace, command_trace) {
-            trace.merge(command_trace);
-        }
+        let (idag, trace) = self.instructions.into_parts();
+        let trace = merged_trace(trace, command_trace);
         SchedulerOutput { cdag, idag, trace }
-    }
-
-    /// The next event; before blocking for it, the sink hands over what it holds (the
-    /// application thread is slower than this one, or waits).
-    fn next_event(&mut self, receiver: &Receiver<SchedulerEvent>) -> Option<SchedulerEvent> {
-        match receiver.try_recv() {
-            Ok(event) => Some(event),
-            Err(TryRecvError::Empty) => {
-                self.instructions.sink.flush();
-                receiver.recv().ok()
-            }
-            Err(TryRecvError::Disconnected) => None,
-        }
     }
 
     /// Processes one event (a panic of a generator propagates).

@@ -44,6 +44,15 @@ pub(super) fn base_config() -> Config {
     }
 }
 
+/// A device kernel over the 16 elements of the buffers below.
+fn kernel_over_16() -> TaskSpec {
+    TaskSpec::DeviceKernel {
+        dims: 1,
+        range: Range::new(16, 1, 1),
+        offset: Id::default(),
+    }
+}
+
 /// `produce` (device kernel, discard_write one_to_one) then `consume` (host task reading all)
 /// of a 16-element buffer; on two nodes each sends its half to the other.
 fn producer_consumer(rt: &mut Runtime, consume: Option<Launcher>) -> BufferId {
@@ -52,11 +61,7 @@ fn producer_consumer(rt: &mut Runtime, consume: Option<Launcher>) -> BufferId {
         .unwrap();
     rt.set_buffer_name(b, "data").unwrap();
     rt.submit(
-        TaskSpec::DeviceKernel {
-            dims: 1,
-            range: Range::new(16, 1, 1),
-            offset: Id::default(),
-        },
+        kernel_over_16(),
         CommandGroup::new()
             .discard_write(b, RangeMapper::OneToOne)
             .name("produce"),
@@ -201,11 +206,7 @@ fn two_scheduler_threads_build_the_same_graphs_as_one() {
             let b = producer_consumer(&mut rt, None);
             for _ in 0..6 {
                 rt.submit(
-                    TaskSpec::DeviceKernel {
-                        dims: 1,
-                        range: Range::new(16, 1, 1),
-                        offset: Id::default(),
-                    },
+                    kernel_over_16(),
                     CommandGroup::new()
                         .read(b, RangeMapper::All)
                         .access(b, crate::task::AccessMode::ReadWrite, RangeMapper::OneToOne)
