@@ -33,6 +33,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+use std::time::Instant;
 
 use cudarc::driver::{DriverError, result, sys};
 use parking_lot::Mutex;
@@ -45,7 +46,9 @@ use super::event::{AsyncEvent, Completion, EventCompleter};
 use super::host::host_copy_job;
 use super::host_copy::HostPinner;
 use super::host_memory::HostAllocation;
-use super::interface::{Backend, CopyLane, KernelInvocation, LaunchEnvironment, Launcher};
+use super::interface::{
+    Backend, CopyLane, KernelInvocation, LaunchEnvironment, Launcher, SubmissionSlice,
+};
 use super::nd_memory::StridedBox;
 use super::pinned_pool::PinnedPool;
 use super::system_info::SystemInfo;
@@ -149,6 +152,18 @@ type SpareEvents = Arc<Mutex<Vec<Handle<sys::CUevent>>>>;
 
 type SharedPool = Arc<Mutex<PinnedPool<DriverPinned>>>;
 
+/// What the submission threads spent on each enqueue, while the trace records it.
+struct SubmissionRecorder {
+    epoch: Instant,
+    slices: Mutex<Vec<SubmissionSlice>>,
+}
+
+impl SubmissionRecorder {
+    fn now_us(&self) -> f64 {
+        self.epoch.elapsed().as_secs_f64() * 1e6
+    }
+}
+
 /// The default bound of pinned host memory (the `pinned_memory_limit` default).
 pub const DEFAULT_PINNED_LIMIT: usize = 4 << 30;
 
@@ -167,6 +182,8 @@ pub struct CudaBackend {
     pageable: Arc<Mutex<HashMap<usize, HostAllocation>>>,
     /// Page-locks the runtime's host copies in place (counted in `pool`).
     pinner: Arc<pinned::DriverHostPinner>,
+    /// Present while the trace records the submission threads' work.
+    submissions: Option<Arc<SubmissionRecorder>>,
 }
 
 // SAFETY: all raw CUDA handles inside are only used on threads that make their context current
@@ -263,6 +280,7 @@ impl CudaBackend {
             pending: Arc::default(),
             live: Arc::default(),
             pinner,
+            submissions: None,
             pool,
             pageable: Arc::default(),
         })
@@ -312,6 +330,7 @@ impl CudaBackend {
         &self,
         device: DeviceId,
         lane: usize,
+        what: &'static str,
         enqueue: impl FnOnce(Handle<sys::CUstream>) -> Result<()> + Send + 'static,
     ) -> AsyncEvent {
         let device_state = match self.device(device) {
@@ -319,11 +338,12 @@ impl CudaBackend {
             Err(error) => return AsyncEvent::ready(Err(error)),
         };
         let (event, completer) = AsyncEvent::pending();
-        let (context, lanes, pending, spare) = (
+        let (context, lanes, pending, spare, recorder) = (
             device_state.context,
             device_state.lanes.clone(),
             self.pending.clone(),
             device_state.spare_events.clone(),
+            self.submissions.clone(),
         );
         let key = (device.0 as usize, lane);
         {
@@ -335,6 +355,7 @@ impl CudaBackend {
             lanes.queued[lane] += 1;
         }
         let _ = device_state.submitter.submit(move || {
+            let start_us = recorder.as_ref().map(|r| r.now_us());
             let record_event = |stream: Handle<sys::CUstream>| -> Result<Handle<sys::CUevent>> {
                 let reused = spare.lock().pop();
                 let cu_event = match reused {
@@ -388,6 +409,15 @@ impl CudaBackend {
                             .push_back((carrier, None));
                     }
                 }
+            }
+            if let (Some(recorder), Some(start_us)) = (recorder, start_us) {
+                let end_us = recorder.now_us();
+                recorder.slices.lock().push(SubmissionSlice {
+                    device,
+                    what,
+                    start_us,
+                    end_us,
+                });
             }
             Ok(Completion::Done)
         });
@@ -525,7 +555,7 @@ impl Backend for CudaBackend {
             CopyLane::Device(device, index) => {
                 let layout = source_box.copy_layout_to(&dest_box, elem_size);
                 let pool = self.pool.clone();
-                self.submit_to_stream(device, index, move |stream| {
+                self.submit_to_stream(device, index, "copy", move |stream| {
                     let (source, dest) = (source, dest);
                     // SAFETY: the caller guarantees validity until the event completes, which
                     // happens only after the stream passed the copy.
@@ -552,7 +582,7 @@ impl Backend for CudaBackend {
         launcher: Launcher,
         invocation: KernelInvocation,
     ) -> AsyncEvent {
-        self.submit_to_stream(device, lane, move |stream| {
+        self.submit_to_stream(device, lane, "kernel", move |stream| {
             let mut invocation = invocation;
             for (slot, identity) in invocation
                 .reductions
@@ -625,6 +655,19 @@ impl Backend for CudaBackend {
 
     fn check_async_errors(&mut self) -> Result<()> {
         Ok(())
+    }
+
+    fn record_submissions(&mut self, epoch: Instant) {
+        self.submissions = Some(Arc::new(SubmissionRecorder {
+            epoch,
+            slices: Mutex::new(Vec::new()),
+        }));
+    }
+
+    fn take_submissions(&mut self) -> Vec<SubmissionSlice> {
+        self.submissions
+            .as_ref()
+            .map_or_else(Vec::new, |r| std::mem::take(&mut *r.slices.lock()))
     }
 }
 

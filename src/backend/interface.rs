@@ -10,6 +10,7 @@
 //! [`Completion::Allocation`]: super::event::Completion::Allocation
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::SendPtr;
 use super::bounds::BoundsRecords;
@@ -98,6 +99,20 @@ pub enum CopyLane {
     Device(DeviceId, usize),
 }
 
+/// Work a backend's submission thread did (for the trace): on which device, what, and when, in
+/// microseconds since the epoch given to [`Backend::record_submissions`].
+#[derive(Debug, Clone, Copy)]
+pub struct SubmissionSlice {
+    /// The device whose submission thread did the work.
+    pub device: DeviceId,
+    /// What it enqueued (`kernel`, `copy`).
+    pub what: &'static str,
+    /// Start.
+    pub start_us: f64,
+    /// End.
+    pub end_us: f64,
+}
+
 /// A backend: memory, copies, kernels and host tasks for one node.
 pub trait Backend: Send {
     /// What page-locks host memory in place for this backend's devices, where that makes copies
@@ -174,4 +189,14 @@ pub trait Backend: Send {
 
     /// Errors that happened outside any event (e.g. a CUDA context fault).
     fn check_async_errors(&mut self) -> Result<()>;
+
+    /// Starts recording what the backend's own submission threads spend on each enqueue (CUDA:
+    /// the per-device thread that launches kernels and copies), timed from `epoch`. Backends
+    /// whose lanes run the work itself record nothing: the trace's lane slices show it.
+    fn record_submissions(&mut self, _epoch: Instant) {}
+
+    /// The submissions recorded since the last call (see [`Self::record_submissions`]).
+    fn take_submissions(&mut self) -> Vec<SubmissionSlice> {
+        Vec::new()
+    }
 }

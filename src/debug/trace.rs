@@ -9,8 +9,10 @@
 //! overlap, so they are async slices on the communication track. The scheduler thread records a
 //! slice per task it turns into commands and per command it compiles into instructions.
 //!
-//! Tracks (`tid`): 1 executor, 2 scheduler, 3 allocation queue, 4 communication, `100 + k` host
-//! lane k, `1000 + 100 d + k` lane k of device d. `pid` is the node id. Dependencies between
+//! Tracks (`tid`): 1 executor, 2 scheduler, 3 allocation queue, 4 communication, 5 the
+//! scheduler's command-graph thread, 6 the executor thread's busy time, `10 + d` device d's
+//! submission thread (what it spent enqueueing each kernel or copy), `100 + k` host lane k,
+//! `1000 + 100 d + k` lane k of device d. `pid` is the node id. Dependencies between
 //! traced instructions are flow arrows (`ph` `s`/`f`). Timestamps are microseconds since the
 //! runtime started.
 
@@ -32,6 +34,10 @@ pub const ALLOC_TRACK: u64 = 3;
 pub const COMMUNICATION_TRACK: u64 = 4;
 /// Track of the scheduler's command-graph thread (with `scheduler_threads` two).
 pub const COMMAND_GRAPH_TRACK: u64 = 5;
+/// Track of the executor thread's busy time: the loop iterations that made progress.
+pub const EXECUTOR_BUSY_TRACK: u64 = 6;
+/// Track of device `d`'s submission thread (CUDA): `SUBMISSION_TRACK + d`.
+pub const SUBMISSION_TRACK: u64 = 10;
 
 /// The kind of queue an instruction was dispatched to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +95,8 @@ pub struct TraceLog {
     open: HashMap<InstructionId, usize>,
     flows: Vec<(usize, usize)>,
     track_end: HashMap<u64, f64>,
+    /// The last slice of each busy track, which [`TraceLog::busy`] extends.
+    last_busy: HashMap<u64, usize>,
 }
 
 /// The track of a dispatch, its name, and whether the slice is asynchronous.
@@ -263,6 +271,7 @@ impl TraceLog {
             open: HashMap::new(),
             flows: Vec::new(),
             track_end: HashMap::new(),
+            last_busy: HashMap::new(),
         }
     }
 
@@ -349,6 +358,34 @@ impl TraceLog {
             end_us,
             asynchronous: false,
             args,
+        });
+    }
+
+    /// A thread on `tid` worked from `start_us` until `end_us`. Work that starts within a
+    /// microsecond of the previous busy slice's end extends that slice, so a busy loop is a few
+    /// long slices rather than one per iteration.
+    pub fn busy(&mut self, tid: u64, name: &'static str, start_us: f64, end_us: f64) {
+        if let Some(&last) = self.last_busy.get(&tid) {
+            let slice = &mut self.slices[last];
+            if start_us - slice.end_us < 1.0 {
+                slice.end_us = slice.end_us.max(end_us);
+                return;
+            }
+        }
+        self.last_busy.insert(tid, self.slices.len());
+        self.work(tid, name, "busy", start_us, end_us);
+    }
+
+    /// A finished slice of work on `tid` (a thread's own track) with times already taken.
+    pub fn work(&mut self, tid: u64, name: &str, cat: &'static str, start_us: f64, end_us: f64) {
+        self.slices.push(Slice {
+            name: name.to_owned(),
+            cat,
+            tid,
+            start_us,
+            end_us,
+            asynchronous: false,
+            args: Vec::new(),
         });
     }
 
@@ -523,5 +560,28 @@ mod tests {
             r#"{"name":"a \"ts\":5","cat":"kernel","ph":"X","ts":150.000,"dur":21.000,"args":{"bytes":64}}"#
         );
         assert_eq!(map_times(r#"{"ph":"M"}"#, &map), r#"{"ph":"M"}"#);
+    }
+
+    #[test]
+    fn busy_work_close_to_the_last_busy_slice_extends_it_and_a_gap_starts_a_new_one() {
+        let mut trace = TraceLog::new(NodeId(0), Instant::now());
+        trace.busy(EXECUTOR_BUSY_TRACK, "busy", 10.0, 12.0);
+        trace.busy(EXECUTOR_BUSY_TRACK, "busy", 12.5, 14.0);
+        trace.busy(EXECUTOR_BUSY_TRACK, "busy", 20.0, 21.0);
+        trace.work(SUBMISSION_TRACK, "kernel", "submission", 14.0, 15.0);
+        trace.busy(EXECUTOR_BUSY_TRACK, "busy", 21.5, 22.0);
+        let spans: Vec<(u64, f64, f64)> = trace
+            .slices()
+            .iter()
+            .map(|s| (s.tid, s.start_us, s.end_us))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                (EXECUTOR_BUSY_TRACK, 10.0, 14.0),
+                (EXECUTOR_BUSY_TRACK, 20.0, 22.0),
+                (SUBMISSION_TRACK, 14.0, 15.0)
+            ]
+        );
     }
 }

@@ -38,7 +38,7 @@ use crate::backend::SendPtr;
 use crate::backend::event::{AsyncEvent, Completion};
 use crate::backend::interface::{AccessorInfo, Backend, KernelInvocation, Launcher};
 use crate::comm::Communicator;
-use crate::debug::trace::TraceLog;
+use crate::debug::trace::{EXECUTOR_BUSY_TRACK, SUBMISSION_TRACK, TraceLog};
 use crate::error::{Error, Result};
 use crate::grid::GridBox;
 use crate::instruction::{
@@ -156,9 +156,11 @@ impl Executor {
         config: ExecutorConfig,
     ) -> Self {
         let num_devices = backend.system_info().devices.len();
-        let trace = config
-            .trace_epoch
-            .map(|epoch| Box::new(TraceLog::new(comm.local_node(), epoch)));
+        let mut backend = backend;
+        let trace = config.trace_epoch.map(|epoch| {
+            backend.record_submissions(epoch);
+            Box::new(TraceLog::new(comm.local_node(), epoch))
+        });
         Self {
             backend,
             comm,
@@ -194,6 +196,7 @@ impl Executor {
     pub(super) fn run(&mut self) -> Result<()> {
         loop {
             let mut progressed = false;
+            let iteration_start = self.trace.as_ref().map(|trace| trace.now_us());
             if let Err(error) = self.arbiter.poll_communicator(self.comm.as_mut()) {
                 self.fail(error);
             }
@@ -223,6 +226,10 @@ impl Executor {
                 ));
             }
             if progressed {
+                if let (Some(trace), Some(start)) = (&mut self.trace, iteration_start) {
+                    let end = trace.now_us();
+                    trace.busy(EXECUTOR_BUSY_TRACK, "busy", start, end);
+                }
                 self.last_progress = Instant::now();
                 self.stall_reported = false;
                 continue;
@@ -249,7 +256,13 @@ impl Executor {
             };
             std::thread::park_timeout(timeout);
         }
-        if let Some(trace) = self.trace.take() {
+        if let Some(mut trace) = self.trace.take() {
+            trace.name_track(EXECUTOR_BUSY_TRACK, "executor (busy)");
+            for slice in self.backend.take_submissions() {
+                let tid = SUBMISSION_TRACK + slice.device.0;
+                trace.name_track(tid, &format!("D{} submission thread", slice.device.0));
+                trace.work(tid, slice.what, "submission", slice.start_us, slice.end_us);
+            }
             self.delegate.trace_finished(*trace);
         }
         self.finish()

@@ -408,7 +408,13 @@ fn trace_of_producer_consumer(threads: SchedulerThreads, more_tracks: &[&str]) {
         let events: Vec<serde_json::Value> =
             all.iter().filter(|e| e["pid"] == node).cloned().collect();
         let tracks = track_names(&events);
-        let expected = ["executor", "scheduler", "allocation queue", "communication"];
+        let expected = [
+            "executor",
+            "executor (busy)",
+            "scheduler",
+            "allocation queue",
+            "communication",
+        ];
         for &track in expected.iter().chain(more_tracks) {
             assert!(tracks.iter().any(|t| t == track), "{track} in {tracks:?}");
         }
@@ -437,7 +443,7 @@ fn trace_of_producer_consumer(threads: SchedulerThreads, more_tracks: &[&str]) {
                 .iter()
                 .any(|e| e["cat"] == "receive" && e["ph"] == "b")
         );
-        for cat in ["alloc", "host_task", "epoch", "scheduler"] {
+        for cat in ["alloc", "host_task", "epoch", "scheduler", "busy"] {
             assert!(events.iter().any(|e| e["cat"] == cat), "{cat}");
         }
         assert!(events.iter().any(|e| e["ph"] == "s") && events.iter().any(|e| e["ph"] == "f"));
