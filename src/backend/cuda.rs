@@ -110,10 +110,23 @@ unsafe impl<T> Send for Handle<T> {}
 // SAFETY: as above; shared references only copy the handle value.
 unsafe impl<T> Sync for Handle<T> {}
 
+thread_local! {
+    /// The context this thread last made current (a submission thread serves one device, so it
+    /// sets its context once rather than on every launch).
+    static CURRENT_CONTEXT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// Makes `context` current on the calling thread.
 fn make_current(context: Handle<sys::CUcontext>) -> Result<()> {
+    let address = context.0 as usize;
+    if CURRENT_CONTEXT.get() == address {
+        return Ok(());
+    }
     // SAFETY: the context is a retained primary context that outlives the backend's threads.
-    unsafe { result::ctx::set_current(context.0) }.map_err(|e| device_error("cuCtxSetCurrent", e))
+    unsafe { result::ctx::set_current(context.0) }
+        .map_err(|e| device_error("cuCtxSetCurrent", e))?;
+    CURRENT_CONTEXT.set(address);
+    Ok(())
 }
 
 /// Per-device state touched only by the device's submission thread.
@@ -184,6 +197,8 @@ pub struct CudaBackend {
     pinner: Arc<pinned::DriverHostPinner>,
     /// Present while the trace records the submission threads' work.
     submissions: Option<Arc<SubmissionRecorder>>,
+    /// `poll`'s list of each stream's oldest recorded event, kept for its capacity.
+    poll_scratch: Vec<((usize, usize), Handle<sys::CUevent>)>,
 }
 
 // SAFETY: all raw CUDA handles inside are only used on threads that make their context current
@@ -281,6 +296,7 @@ impl CudaBackend {
             live: Arc::default(),
             pinner,
             submissions: None,
+            poll_scratch: Vec::new(),
             pool,
             pageable: Arc::default(),
         })
@@ -322,6 +338,58 @@ impl CudaBackend {
         self.devices
             .get(device.0 as usize)
             .ok_or_else(|| Error::internal(format!("{device} does not exist on this node")))
+    }
+
+    /// The stream `key` passed `cu_event`, its oldest recorded event, with `code`: completes
+    /// every submission up to that event, then does the same for the stream's next events as
+    /// long as they are passed too (queried with the lock released, like the first).
+    fn event_reached(
+        &self,
+        key: (usize, usize),
+        mut cu_event: Handle<sys::CUevent>,
+        mut code: sys::CUresult,
+    ) {
+        let device = key.0;
+        loop {
+            match self.devices.get(device) {
+                Some(d) if code == sys::CUresult::CUDA_SUCCESS => {
+                    d.spare_events.lock().push(cu_event)
+                }
+                // SAFETY: a failed event is not reused; nothing else holds it.
+                _ => unsafe {
+                    sys::cuEventDestroy_v2(cu_event.0);
+                },
+            }
+            let outcome = check("CUDA work on the stream", code)
+                .map(|()| Completion::Done)
+                .map_err(|e| e.context(format!("device D{device}")));
+            let next_event = {
+                let mut pending = self.pending.lock();
+                let Some(queue) = pending.get_mut(&key) else {
+                    return;
+                };
+                // Only this thread drains a queue and the submission threads only append, so
+                // the first recorded event is still `cu_event`.
+                let Some(index) = queue.iter().position(|(event, _)| event.is_some()) else {
+                    return;
+                };
+                for (_, completer) in queue.drain(..=index) {
+                    if let Some(completer) = completer {
+                        completer.complete(outcome.clone());
+                    }
+                }
+                queue.iter().find_map(|(event, _)| *event)
+            };
+            let Some(next_event) = next_event else {
+                return;
+            };
+            // SAFETY: as for the first event: recorded, and queried by the polling thread only.
+            let next_code = unsafe { sys::cuEventQuery(next_event.0) };
+            if next_code == sys::CUresult::CUDA_ERROR_NOT_READY {
+                return;
+            }
+            (cu_event, code) = (next_event, next_code);
+        }
     }
 
     /// Runs `enqueue(stream)` on `device`'s submission thread, on lane `lane`'s stream, then
@@ -619,37 +687,23 @@ impl Backend for CudaBackend {
     }
 
     fn poll(&mut self) -> Result<()> {
-        let mut pending = self.pending.lock();
-        for (&(device, _), queue) in pending.iter_mut() {
-            // A stream runs in order: its first event completes every entry up to it; once
-            // that event is not reached, neither are the later ones.
-            while let Some(index) = queue.iter().position(|(event, _)| event.is_some()) {
-                let cu_event = queue[index].0.expect("found above");
-                // SAFETY: the event was recorded by a submission thread and is only queried or
-                // reused after this point.
-                let code = unsafe { sys::cuEventQuery(cu_event.0) };
-                if code == sys::CUresult::CUDA_ERROR_NOT_READY {
-                    break;
-                }
-                match self.devices.get(device) {
-                    Some(d) if code == sys::CUresult::CUDA_SUCCESS => {
-                        d.spare_events.lock().push(cu_event)
-                    }
-                    // SAFETY: a failed event is not reused; nothing else holds it.
-                    _ => unsafe {
-                        sys::cuEventDestroy_v2(cu_event.0);
-                    },
-                }
-                let outcome = check("CUDA work on the stream", code)
-                    .map(|()| Completion::Done)
-                    .map_err(|e| e.context(format!("device D{device}")));
-                for (_, completer) in queue.drain(..=index) {
-                    if let Some(completer) = completer {
-                        completer.complete(outcome.clone());
-                    }
-                }
+        // The submission threads push to `pending` after every launch: the driver is queried
+        // with the lock released, so a launch never waits for this thread's queries.
+        let mut oldest = std::mem::take(&mut self.poll_scratch);
+        oldest.clear();
+        oldest.extend(self.pending.lock().iter().filter_map(|(&key, queue)| {
+            queue.iter().find_map(|(event, _)| *event).map(|e| (key, e))
+        }));
+        for &(key, cu_event) in &oldest {
+            // SAFETY: the event was recorded by a submission thread; it is reused or destroyed
+            // only below, after its query, by this thread.
+            let code = unsafe { sys::cuEventQuery(cu_event.0) };
+            if code == sys::CUresult::CUDA_ERROR_NOT_READY {
+                continue;
             }
+            self.event_reached(key, cu_event, code);
         }
+        self.poll_scratch = oldest;
         Ok(())
     }
 

@@ -19,7 +19,7 @@
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
@@ -116,6 +116,9 @@ struct Inbox {
     pending: Mutex<Pending>,
     /// How far the jobs have run: the events of this queue.
     progress: Arc<InOrderProgress>,
+    /// How many jobs were ever pushed: a polling worker watches this instead of taking the
+    /// lock, which would contend with every submitter's push.
+    pushed: AtomicU64,
     /// The worker found the inbox empty and parks (or is about to): a submitter must unpark it.
     sleeping: AtomicBool,
     /// No more jobs come: the worker ends once the inbox is empty.
@@ -127,9 +130,9 @@ impl Inbox {
     fn serve(&self, thread_name: &str) {
         let mut batch = VecDeque::new();
         let mut idle_since = Instant::now();
+        let mut taken = 0u64;
         loop {
-            std::mem::swap(&mut self.pending.lock().entries, &mut batch);
-            if batch.is_empty()
+            if self.pushed.load(Ordering::Acquire) == taken
                 && POLL_WHEN_IDLE.load(Ordering::Relaxed)
                 && idle_since.elapsed() < LANE_SPIN
             {
@@ -138,6 +141,8 @@ impl Inbox {
                 std::hint::spin_loop();
                 continue;
             }
+            std::mem::swap(&mut self.pending.lock().entries, &mut batch);
+            taken += batch.len() as u64;
             if batch.is_empty() {
                 if self.closed.load(Ordering::SeqCst) {
                     return;
@@ -252,6 +257,9 @@ impl ThreadQueue {
             sequence,
             waiter,
         });
+        self.inbox
+            .pushed
+            .store(pending.next_sequence, Ordering::Release);
         drop(pending);
         AsyncEvent::in_order(self.inbox.progress.clone(), sequence)
     }
