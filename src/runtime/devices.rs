@@ -49,7 +49,7 @@ pub(super) struct Selection {
     /// The process has a core for each of its threads, so they may poll briefly before they
     /// park (see [`may_poll_when_idle`]).
     pub poll_when_idle: bool,
-    /// One or two (never `Auto`): see [`scheduler_threads`].
+    /// One or two (never `Auto`): see [`live_scheduler_threads`].
     pub scheduler_threads: SchedulerThreads,
 }
 
@@ -65,20 +65,27 @@ fn host_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// How many scheduler threads to start: `Auto` takes two only where this process's share of the
-/// host's cores gives each of its threads (application, two scheduler stages, executor, one lane
-/// per device) a core of its own; otherwise the second stage would take a core from the others.
-pub(super) fn scheduler_threads(
+/// How many scheduler threads a run that executes starts: `Auto` takes one. On the H200 host
+/// (16 cores, a core for every thread) two were not faster on any figure in alternating runs
+/// (docs/benchmarks.md, "The scheduler on two threads"): there the scheduler does not pace the
+/// pipeline (the executor and the device's submission thread do), and the second thread only
+/// adds a hand-off.
+pub(super) fn live_scheduler_threads(configured: SchedulerThreads) -> SchedulerThreads {
+    match configured {
+        SchedulerThreads::Auto => SchedulerThreads::One,
+        given => given,
+    }
+}
+
+/// How many scheduler threads a dry run starts: nothing executes, so the scheduler is the whole
+/// run, and `Auto` takes two where the host has a core for each stage beside the application's
+/// (`may_poll_when_idle` with the second stage as the one more thread).
+pub(super) fn dry_run_scheduler_threads(
     configured: SchedulerThreads,
     cores: usize,
-    local_processes: usize,
-    devices: usize,
 ) -> SchedulerThreads {
     match configured {
-        // The second stage is one more thread beside those `may_poll_when_idle` counts.
-        SchedulerThreads::Auto if may_poll_when_idle(cores, local_processes, devices + 1) => {
-            SchedulerThreads::Two
-        }
+        SchedulerThreads::Auto if may_poll_when_idle(cores, 1, 1) => SchedulerThreads::Two,
         SchedulerThreads::Auto => SchedulerThreads::One,
         given => given,
     }
@@ -218,7 +225,7 @@ pub(super) fn select(
             ),
             poll_when_idle: false,
             // Nothing executes: the scheduler is the whole run, so `auto` may take two threads.
-            scheduler_threads: scheduler_threads(config.scheduler_threads, host_cores(), 1, 0),
+            scheduler_threads: dry_run_scheduler_threads(config.scheduler_threads, host_cores()),
         });
     }
     let (communicator, mpi) = match communicator {
@@ -231,8 +238,7 @@ pub(super) fn select(
     let cores = host_cores();
     let devices = backend.system_info().devices.len();
     let poll_when_idle = may_poll_when_idle(cores, host_local.1, devices);
-    let scheduler_threads =
-        scheduler_threads(config.scheduler_threads, cores, host_local.1, devices);
+    let scheduler_threads = live_scheduler_threads(config.scheduler_threads);
     if communicator.num_nodes() > 256 {
         return Err(Error::unsupported(format!(
             "{} processes exceed the supported 256 nodes",
@@ -262,29 +268,20 @@ pub(super) fn select(
 
 #[cfg(test)]
 mod tests {
-    use super::{SchedulerThreads, host_share_of_gpus, may_poll_when_idle, scheduler_threads};
+    use super::{
+        SchedulerThreads, dry_run_scheduler_threads, host_share_of_gpus, live_scheduler_threads,
+        may_poll_when_idle,
+    };
 
     #[test]
-    fn two_scheduler_threads_only_with_a_core_for_each_thread_or_when_asked() {
+    fn auto_takes_one_scheduler_thread_when_executing_and_two_for_dry_runs_with_cores_to_spare() {
         use SchedulerThreads::{Auto, One, Two};
-        assert_eq!(
-            scheduler_threads(Auto, 16, 1, 1),
-            Two,
-            "16 cores, 5 threads"
-        );
-        assert_eq!(
-            scheduler_threads(Auto, 16, 1, 4),
-            Two,
-            "16 cores, 8 threads"
-        );
-        assert_eq!(
-            scheduler_threads(Auto, 16, 4, 1),
-            One,
-            "4 cores each for 5 threads"
-        );
-        assert_eq!(scheduler_threads(Auto, 2, 1, 1), One, "a 2-core machine");
-        assert_eq!(scheduler_threads(Two, 2, 1, 1), Two, "asked for");
-        assert_eq!(scheduler_threads(One, 64, 1, 1), One, "asked for");
+        assert_eq!(live_scheduler_threads(Auto), One);
+        assert_eq!(live_scheduler_threads(Two), Two, "asked for");
+        assert_eq!(dry_run_scheduler_threads(Auto, 16), Two, "a 16-core host");
+        assert_eq!(dry_run_scheduler_threads(Auto, 2), One, "a 2-core machine");
+        assert_eq!(dry_run_scheduler_threads(One, 64), One, "asked for");
+        assert_eq!(dry_run_scheduler_threads(Two, 2), Two, "asked for");
     }
 
     #[test]
