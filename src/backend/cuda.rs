@@ -111,8 +111,9 @@ unsafe impl<T> Send for Handle<T> {}
 unsafe impl<T> Sync for Handle<T> {}
 
 thread_local! {
-    /// The context this thread last made current (a submission thread serves one device, so it
-    /// sets its context once rather than on every launch).
+    /// The context this thread last made current: a submission thread serves one device, so
+    /// its copies and event records need not set the context again. Forgotten after every user
+    /// launcher, which may switch contexts.
     static CURRENT_CONTEXT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
@@ -687,6 +688,9 @@ impl Backend for CudaBackend {
                 cuda: true,
             };
             let launched = launcher(&invocation, &environment);
+            // User code may have made another context current (against the launch protocol);
+            // the next submission sets this device's context again rather than trust the cache.
+            CURRENT_CONTEXT.set(0);
             // SAFETY: as above, on the same stream, after the kernel.
             let downloaded = records.map_or(Ok(()), |r| unsafe { r.download(stream.0) });
             launched.and(downloaded)
