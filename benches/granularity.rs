@@ -18,6 +18,8 @@
 //! GRANULARITY_TRACE=path writes the runtime's trace). Prints a table for docs/benchmarks.md on
 //! node 0.
 
+mod common;
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,6 +29,7 @@ use celerity::grid::{Id, Range};
 use celerity::runtime::Runtime;
 use celerity::runtime::config::{Config, DeviceSelection};
 use celerity::task::{AccessMode, CommandGroup, RangeMapper, TaskSpec};
+use common::programs::env_count;
 
 /// Kernel durations of the sweep, in µs.
 const DURATIONS_US: [f64; 11] = [
@@ -65,13 +68,6 @@ fn calibrate() -> f64 {
         best = best.min(seconds);
     }
     iterations as f64 / (best * 1e6)
-}
-
-fn env_count(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 /// The kernel of one stencil point: reads its neighbourhood in `source`, spins, writes `dest`.

@@ -6,22 +6,17 @@
 //! `cargo bench --bench million_tasks` (MILLION_TASKS=N changes the count, SAMPLE_EVERY the
 //! sampling interval). Half the tasks are independent, half read and write one small buffer.
 
+mod common;
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
 use celerity::backend::interface::{KernelInvocation, LaunchEnvironment, Launcher};
-use celerity::grid::{Id, Range};
+use celerity::grid::Range;
 use celerity::runtime::Runtime;
 use celerity::runtime::config::{Config, DeviceSelection};
-use celerity::task::{AccessMode, CommandGroup, RangeMapper, TaskSpec};
-
-fn env_count(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use common::programs::{empty_kernel, env_count};
 
 /// Resident set size in MiB, from /proc/self/statm (pages).
 fn rss_mib() -> f64 {
@@ -58,16 +53,7 @@ fn main() {
     let start = Instant::now();
     let mut last = Instant::now();
     for i in 1..=tasks {
-        let spec = TaskSpec::DeviceKernel {
-            dims: 1,
-            range,
-            offset: Id::default(),
-        };
-        let cg = if i % 2 == 0 {
-            CommandGroup::new().access(buffer, AccessMode::ReadWrite, RangeMapper::OneToOne)
-        } else {
-            CommandGroup::new()
-        };
+        let (spec, cg) = empty_kernel(range, buffer, i % 2 == 0);
         rt.submit(spec, cg, kernel.clone()).expect("submit");
         if i % every == 0 {
             rt.wait().expect("wait");

@@ -18,17 +18,16 @@ use std::time::Instant;
 use celerity::backend::system_info::SystemInfo;
 use celerity::command::{CommandGraphGenerator, CommandPolicies};
 use celerity::error::Error;
-use celerity::grid::{Id, Range};
+use celerity::grid::Range;
 use celerity::instruction::{Batch, InstructionGraphGenerator, Policies};
 use celerity::runtime::config::{ErrorPolicy, Lookahead};
 use celerity::scheduler::{
     SchedulerEvent, SchedulerHandle, SchedulerOptions, SchedulerSink, SchedulerThreads,
 };
-use celerity::task::{
-    AccessMode, CommandGroup, EpochAction, RangeMapper, Task, TaskDelegate, TaskSpec,
-};
+use celerity::task::{EpochAction, Task, TaskDelegate};
 use celerity::types::{AllocationId, BufferId, MemoryId, NodeId};
 use common::contexts::task_manager;
+use common::programs::{empty_kernel, env_count};
 use crossbeam_channel::{Sender, unbounded};
 
 struct Forward(Sender<SchedulerEvent>);
@@ -53,13 +52,6 @@ impl SchedulerSink for CountInstructions {
     fn abort(&mut self) {}
 }
 
-fn env_count(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// The scheduler events of `tasks` empty device kernels and the shutdown epoch.
 fn program(tasks: usize) -> Vec<SchedulerEvent> {
     let (sender, receiver) = unbounded();
@@ -77,16 +69,7 @@ fn program(tasks: usize) -> Vec<SchedulerEvent> {
         })
         .expect("send");
     for i in 0..tasks {
-        let spec = TaskSpec::DeviceKernel {
-            dims: 1,
-            range,
-            offset: Id::default(),
-        };
-        let cg = if i % 2 == 0 {
-            CommandGroup::new().access(bid, AccessMode::ReadWrite, RangeMapper::OneToOne)
-        } else {
-            CommandGroup::new()
-        };
+        let (spec, cg) = empty_kernel(range, bid, i % 2 == 0);
         tm.submit(spec, cg).expect("submit");
     }
     tm.epoch(EpochAction::Shutdown, None).expect("shutdown");

@@ -35,7 +35,7 @@ pub enum Lookahead {
 /// On how many threads the scheduler builds the command and instruction graphs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SchedulerThreads {
-    /// Two where the process has a core for each of its threads and one more, else one.
+    /// One when the program executes; two for a dry run on a host with more than 4 cores.
     Auto,
     /// Both graphs on one thread (C++ Celerity's way).
     One,

@@ -364,7 +364,7 @@ impl TraceLog {
     /// A thread on `tid` worked from `start_us` until `end_us`. Work that starts within a
     /// microsecond of the previous busy slice's end extends that slice, so a busy loop is a few
     /// long slices rather than one per iteration.
-    pub fn busy(&mut self, tid: u64, name: &'static str, start_us: f64, end_us: f64) {
+    pub fn busy(&mut self, tid: u64, start_us: f64, end_us: f64) {
         if let Some(&last) = self.last_busy.get(&tid) {
             let slice = &mut self.slices[last];
             if start_us - slice.end_us < 1.0 {
@@ -373,7 +373,7 @@ impl TraceLog {
             }
         }
         self.last_busy.insert(tid, self.slices.len());
-        self.work(tid, name, "busy", start_us, end_us);
+        self.work(tid, "busy", "busy", start_us, end_us);
     }
 
     /// A finished slice of work on `tid` (a thread's own track) with times already taken.
@@ -565,11 +565,11 @@ mod tests {
     #[test]
     fn busy_work_close_to_the_last_busy_slice_extends_it_and_a_gap_starts_a_new_one() {
         let mut trace = TraceLog::new(NodeId(0), Instant::now());
-        trace.busy(EXECUTOR_BUSY_TRACK, "busy", 10.0, 12.0);
-        trace.busy(EXECUTOR_BUSY_TRACK, "busy", 12.5, 14.0);
-        trace.busy(EXECUTOR_BUSY_TRACK, "busy", 20.0, 21.0);
+        trace.busy(EXECUTOR_BUSY_TRACK, 10.0, 12.0);
+        trace.busy(EXECUTOR_BUSY_TRACK, 12.5, 14.0);
+        trace.busy(EXECUTOR_BUSY_TRACK, 20.0, 21.0);
         trace.work(SUBMISSION_TRACK, "kernel", "submission", 14.0, 15.0);
-        trace.busy(EXECUTOR_BUSY_TRACK, "busy", 21.5, 22.0);
+        trace.busy(EXECUTOR_BUSY_TRACK, 21.5, 22.0);
         let spans: Vec<(u64, f64, f64)> = trace
             .slices()
             .iter()

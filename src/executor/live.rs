@@ -228,7 +228,7 @@ impl Executor {
             if progressed {
                 if let (Some(trace), Some(start)) = (&mut self.trace, iteration_start) {
                     let end = trace.now_us();
-                    trace.busy(EXECUTOR_BUSY_TRACK, "busy", start, end);
+                    trace.busy(EXECUTOR_BUSY_TRACK, start, end);
                 }
                 self.last_progress = Instant::now();
                 self.stall_reported = false;

@@ -67,7 +67,7 @@ fn host_cores() -> usize {
 
 /// How many scheduler threads a run that executes starts: `Auto` takes one. On the H200 host
 /// (16 cores, a core for every thread) two were not faster on any figure in alternating runs
-/// (docs/benchmarks.md, "The scheduler on two threads"): there the scheduler does not pace the
+/// (docs/benchmarks.md, "what paces the GPU task floor"): there the scheduler does not pace the
 /// pipeline (the executor and the device's submission thread do), and the second thread only
 /// adds a hand-off.
 pub(super) fn live_scheduler_threads(configured: SchedulerThreads) -> SchedulerThreads {

@@ -25,7 +25,10 @@
 //! (the lookahead queue, commands to instructions, the sink). With [`SchedulerThreads::Two`]
 //! each runs on a thread of its own, connected by a channel of [`Compile`] records in program
 //! order: the command graph of one task is built while the instructions of the previous one
-//! are, which halves the scheduler's share of the per-task floor where a core is free for it.
+//! are. The busier stage then does 1.6× fewer instructions per task than one thread
+//! (`benches/scheduler_stages.rs`), but a running program did not get faster on the GPU host,
+//! where the scheduler does not pace it, so the runtime uses two only when asked (or for a dry
+//! run).
 
 mod command_stage;
 mod instruction_stage;
