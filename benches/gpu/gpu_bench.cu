@@ -2,9 +2,10 @@
 // baseline measured in the same process. Built and run on the GPU machine by run.sh; prints one
 // markdown table (and raw lines starting with "raw:"), exits non-zero on a wrong result.
 //
-//   gpu_bench [all|transfer-options|transfers|floor]
+//   gpu_bench [all|transfer-options|transfers|floor|graphs]
 //     all: every figure; transfer-options: only the raw measurements of the ways to move user
-//     memory; transfers: those and the runtime's transfers; floor: the per-task figures only
+//     memory; transfers: those and the runtime's transfers; floor: the per-task figures only;
+//     graphs: raw CUDA only, the cost of an event per kernel and of CUDA graph launches
 #include <cuda_runtime.h>
 #include <emmintrin.h>
 #include <gnu/libc-version.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -565,6 +567,118 @@ static void task_floor() {
         fmt("%.2f", chain / raw_chain), "<= 5 us");
 }
 
+// Raw CUDA only: what an event per kernel costs, and whether CUDA graphs launch empty kernels
+// faster than a stream does (issue 16's "beyond the raw launch rate"). Every figure is µs per
+// kernel over `count` kernels, the stream drained at the end.
+static void graph_options() {
+    const int count = 10000;
+    cudaStream_t s;
+    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    float* slots;
+    CU(cudaMalloc(&slots, 2 * sizeof(float)));
+    auto per_kernel = [&](const char* what, const std::function<void()>& run) {
+        run();  // warm-up: instantiation caches, lazy module loading
+        CU(cudaStreamSynchronize(s));
+        double best = 1e9;
+        for (int rep = 0; rep < 3; ++rep) {
+            double t0 = now();
+            run();
+            CU(cudaStreamSynchronize(s));
+            best = std::min(best, (now() - t0) / count);
+        }
+        printf("raw: graphs: %s: %.2f us per kernel (best of 3)\n", what, best * 1e6);
+        return best;
+    };
+    double stream = per_kernel("stream launches", [&] {
+        for (int i = 0; i < count; ++i) empty_kernel<<<1, 1, 0, s>>>();
+    });
+    std::vector<cudaEvent_t> events(64);
+    for (auto& e : events) CU(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    double with_event = per_kernel("stream launches, an event recorded after each", [&] {
+        for (int i = 0; i < count; ++i) {
+            empty_kernel<<<1, 1, 0, s>>>();
+            CU(cudaEventRecord(events[i % events.size()], s));
+        }
+    });
+    // Another thread querying the newest event all the time, as an executor polling completions.
+    double queried = per_kernel("stream launches, an event after each, queried by another thread", [&] {
+        std::atomic<int> newest{-1};
+        std::atomic<bool> done{false};
+        std::thread poller([&] {
+            while (!done.load(std::memory_order_relaxed)) {
+                int i = newest.load(std::memory_order_acquire);
+                if (i >= 0) (void)cudaEventQuery(events[i % events.size()]);
+            }
+        });
+        for (int i = 0; i < count; ++i) {
+            empty_kernel<<<1, 1, 0, s>>>();
+            CU(cudaEventRecord(events[i % events.size()], s));
+            newest.store(i, std::memory_order_release);
+        }
+        done = true;
+        poller.join();
+    });
+    row("raw: an event recorded per kernel / and queried by a second thread", fmt("%.2f us", with_event * 1e6) + " / " + fmt("%.2f us", queried * 1e6),
+        fmt("%.2f us/launch", stream * 1e6), fmt("%.2f", with_event / stream) + " / " + fmt("%.2f", queried / stream), "");
+
+    // A pattern captured once and replayed: the best case of replaying an iteration's kernels.
+    for (int k : {1, 4, 16, 64}) {
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        for (int i = 0; i < k; ++i) empty_kernel<<<1, 1, 0, s>>>();
+        CU(cudaStreamEndCapture(s, &graph));
+        CU(cudaGraphInstantiate(&exec, graph, 0));
+        char what[96];
+        snprintf(what, sizeof what, "replay of one captured graph of %d kernels", k);
+        double replay = per_kernel(what, [&] {
+            for (int i = 0; i < count / k; ++i) CU(cudaGraphLaunch(exec, s));
+        });
+        row(fmt("raw: %.0f kernels per graph, captured once and replayed", k), fmt("%.2f us", replay * 1e6),
+            fmt("%.2f us/launch", stream * 1e6), fmt("%.2f", replay / stream), "");
+        CU(cudaGraphExecDestroy(exec));
+        CU(cudaGraphDestroy(graph));
+    }
+    // Every batch captured anew (the launchers run again, their arguments may change: here the
+    // slot pointer alternates) and applied to one instantiated graph by cudaGraphExecUpdate:
+    // what a runtime that cannot know a launcher's arguments in advance would pay.
+    for (int k : {1, 2, 4, 16, 64}) {
+        cudaGraphExec_t exec = nullptr;
+        auto capture = [&](int batch) {
+            cudaGraph_t graph;
+            CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+            for (int i = 0; i < k; ++i) spin_kernel<<<1, 1, 0, s>>>(slots + (batch & 1), 0);
+            CU(cudaStreamEndCapture(s, &graph));
+            return graph;
+        };
+        char what[96];
+        snprintf(what, sizeof what, "batches of %d kernels captured anew and applied by cudaGraphExecUpdate", k);
+        double updated = per_kernel(what, [&] {
+            for (int b = 0; b < count / k; ++b) {
+                cudaGraph_t graph = capture(b);
+                if (exec == nullptr) {
+                    CU(cudaGraphInstantiate(&exec, graph, 0));
+                } else {
+                    cudaGraphExecUpdateResultInfo info;
+                    CU(cudaGraphExecUpdate(exec, graph, &info));
+                }
+                CU(cudaGraphLaunch(exec, s));
+                CU(cudaGraphDestroy(graph));
+            }
+        });
+        row(fmt("raw: %.0f kernels per graph, captured anew each batch (cudaGraphExecUpdate)", k), fmt("%.2f us", updated * 1e6),
+            fmt("%.2f us/launch", stream * 1e6), fmt("%.2f", updated / stream), "");
+        CU(cudaGraphExecDestroy(exec));
+    }
+    double args_stream = per_kernel("stream launches of the same kernel with arguments", [&] {
+        for (int i = 0; i < count; ++i) spin_kernel<<<1, 1, 0, s>>>(slots + (i & 1), 0);
+    });
+    printf("raw: graphs: (the kernel with arguments launched on the stream: %.2f us)\n", args_stream * 1e6);
+    for (auto& e : events) CU(cudaEventDestroy(e));
+    CU(cudaFree(slots));
+    CU(cudaStreamDestroy(s));
+}
+
 // Two independent 20 ms kernels: overlapped when they run on different streams.
 static void overlap() {
     submit("spin", 1, 1, 1, {}, k_spin, (void*)(size_t)1000);
@@ -699,6 +813,10 @@ int main(int argc, char** argv) {
     CU(cudaFree(nullptr));  // create the primary context
     printf("device: %s\n", prop.name);
     printf("| figure | runtime | raw CUDA | ratio | target |\n|---|---|---|---|---|\n");
+    if (mode == "graphs") {
+        graph_options();
+        return 0;
+    }
     if (mode != "floor") transfer_options();
     if (runtime) {
         celerity_config* cfg = nullptr;

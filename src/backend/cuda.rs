@@ -10,8 +10,10 @@
 //! * Each device has one **submission thread**; kernels and copies touching device memory are
 //!   enqueued there, on one non-blocking stream per lane (created lazily). A kernel's launcher is
 //!   called on that thread with the lane's stream and must only enqueue work on it.
-//! * After each enqueue a `CUevent` is recorded; [`Backend::poll`] queries pending events and
-//!   completes their [`AsyncEvent`]s, so the executor never blocks on the GPU.
+//! * A `CUevent` is recorded after the last submission queued for a lane (and every 32nd while
+//!   more follow, [`submission`]); [`Backend::poll`] queries pending events and completes their
+//!   [`AsyncEvent`]s, so the executor never blocks on the GPU. With `cuda_graphs` on, kernels
+//!   queued back to back on a lane are captured and launched as one CUDA graph ([`graphs`]).
 //! * Host memory (memory 1) is pinned (`cuMemHostAlloc`, portable) and comes from a bounded
 //!   [`PinnedPool`], so repeated host allocations reuse page-locked blocks; beyond the pool's
 //!   limit host allocations are pageable. Device memory comes from `cuMemAlloc`.
@@ -58,11 +60,14 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::types::{DeviceId, MemoryId};
 
 mod copy;
+mod graphs;
 mod pinned;
 mod records;
 mod staging;
+mod submission;
 use pinned::DriverPinned;
 use records::DeviceRecords;
+use submission::{LaneSubmissions, Submission, SubmissionRecorder};
 
 fn device_error(what: &str, error: DriverError) -> Error {
     let kind = if error.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
@@ -135,18 +140,12 @@ struct DeviceLanes {
     streams: Vec<Handle<sys::CUstream>>,
     /// Per lane: submissions handed to the submission thread and not yet run.
     queued: Vec<usize>,
-    /// Per lane: submissions enqueued since the lane's last recorded event.
-    unrecorded: Vec<usize>,
 }
 
 /// How often the executor queries the streams' events while it keeps submitting work (measured
 /// on the H200 with empty kernels: querying on every poll made the task floor 6.8-7.0 µs, every
 /// 10 µs 5.5-6.8 µs; docs/gpu.md).
 const QUERY_INTERVAL_WHILE_SUBMITTING: std::time::Duration = std::time::Duration::from_micros(10);
-
-/// A lane records a completion event at least every this many submissions, even while more
-/// are queued behind (so completions keep flowing under a steady stream of work).
-const MAX_UNRECORDED: usize = 32;
 
 struct CudaDevice {
     cu_device: sys::CUdevice,
@@ -155,13 +154,15 @@ struct CudaDevice {
     context: Handle<sys::CUcontext>,
     submitter: ThreadQueue,
     lanes: Arc<Mutex<DeviceLanes>>,
+    /// Per lane: what only the submission thread touches (event bookkeeping, graph batches).
+    submissions: Arc<Mutex<Vec<LaneSubmissions>>>,
     /// Completed events of this device's context, for reuse.
     spare_events: SpareEvents,
 }
 
 /// Submitted work not yet known complete, per (device, lane) stream in submission order. Only
-/// some submissions record an event (the last one queued for its lane, or every
-/// [`MAX_UNRECORDED`]th); a stream runs in order, so an event completes every entry before it.
+/// some submissions record an event (the last one queued for its lane, or every 32nd: see
+/// [`submission`]); a stream runs in order, so an event completes every entry before it.
 /// An entry without a completer only carries an event (after a failed submission).
 type PendingEvents = Arc<Mutex<HashMap<(usize, usize), VecDeque<PendingEntry>>>>;
 type PendingEntry = (Option<Handle<sys::CUevent>>, Option<EventCompleter>);
@@ -170,18 +171,6 @@ type PendingEntry = (Option<Handle<sys::CUevent>>, Option<EventCompleter>);
 type SpareEvents = Arc<Mutex<Vec<Handle<sys::CUevent>>>>;
 
 type SharedPool = Arc<Mutex<PinnedPool<DriverPinned>>>;
-
-/// What the submission threads spent on each enqueue, while the trace records it.
-struct SubmissionRecorder {
-    epoch: Instant,
-    slices: Mutex<Vec<SubmissionSlice>>,
-}
-
-impl SubmissionRecorder {
-    fn now_us(&self) -> f64 {
-        self.epoch.elapsed().as_secs_f64() * 1e6
-    }
-}
 
 /// The default bound of pinned host memory (the `pinned_memory_limit` default).
 pub const DEFAULT_PINNED_LIMIT: usize = 4 << 30;
@@ -208,6 +197,8 @@ pub struct CudaBackend {
     /// When the executor last queried the streams' events, and when it last submitted work.
     last_query: Instant,
     last_submission: std::cell::Cell<Instant>,
+    /// `cuda_graphs`: kernels queued back to back on a lane launch as one captured graph.
+    kernel_graphs: bool,
 }
 
 // SAFETY: all raw CUDA handles inside are only used on threads that make their context current
@@ -269,8 +260,8 @@ impl CudaBackend {
                 lanes: Arc::new(Mutex::new(DeviceLanes {
                     streams: Vec::new(),
                     queued: Vec::new(),
-                    unrecorded: Vec::new(),
                 })),
+                submissions: Arc::default(),
                 spare_events: Arc::default(),
             });
         }
@@ -308,9 +299,27 @@ impl CudaBackend {
             poll_scratch: Vec::new(),
             last_query: Instant::now(),
             last_submission: std::cell::Cell::new(Instant::now()),
+            kernel_graphs: false,
             pool,
             pageable: Arc::default(),
         })
+    }
+
+    /// With `on`, kernels queued back to back on one lane (no reductions, no boundary records)
+    /// are captured and launched as one CUDA graph ([`graphs`]).
+    pub fn with_kernel_graphs(mut self, on: bool) -> Self {
+        self.kernel_graphs = on;
+        self
+    }
+
+    /// Graph batches launched on all lanes so far.
+    #[cfg(test)]
+    fn graph_batches_launched(&self) -> usize {
+        let lanes = |d: &CudaDevice| -> usize {
+            let submissions = d.submissions.lock();
+            submissions.iter().map(|l| l.graphs.batches_launched).sum()
+        };
+        self.devices.iter().map(lanes).sum()
     }
 
     /// Enables peer access where both directions support it and builds the system model.
@@ -403,13 +412,15 @@ impl CudaBackend {
         }
     }
 
-    /// Runs `enqueue(stream)` on `device`'s submission thread, on lane `lane`'s stream, then
-    /// records an event that completes the returned [`AsyncEvent`].
+    /// Runs `enqueue(stream)` on `device`'s submission thread, on lane `lane`'s stream (or
+    /// captures it into the lane's graph batch when `capturable` and graphs are on); the
+    /// returned [`AsyncEvent`] completes once the stream passed it.
     fn submit_to_stream(
         &self,
         device: DeviceId,
         lane: usize,
         what: &'static str,
+        capturable: bool,
         enqueue: impl FnOnce(Handle<sys::CUstream>) -> Result<()> + Send + 'static,
     ) -> AsyncEvent {
         let device_state = match self.device(device) {
@@ -418,38 +429,26 @@ impl CudaBackend {
         };
         self.last_submission.set(Instant::now());
         let (event, completer) = AsyncEvent::pending();
-        let (context, lanes, pending, spare, recorder) = (
+        let (context, lanes, submissions, pending, spare, recorder) = (
             device_state.context,
             device_state.lanes.clone(),
+            device_state.submissions.clone(),
             self.pending.clone(),
             device_state.spare_events.clone(),
             self.submissions.clone(),
         );
+        let capturable = capturable && self.kernel_graphs;
         let key = (device.0 as usize, lane);
         {
             let mut lanes = lanes.lock();
             if lanes.queued.len() <= lane {
                 lanes.queued.resize(lane + 1, 0);
-                lanes.unrecorded.resize(lane + 1, 0);
             }
             lanes.queued[lane] += 1;
         }
         let _ = device_state.submitter.submit(move || {
             let start_us = recorder.as_ref().map(|r| r.now_us());
-            let record_event = |stream: Handle<sys::CUstream>| -> Result<Handle<sys::CUevent>> {
-                let reused = spare.lock().pop();
-                let cu_event = match reused {
-                    Some(event) => event.0,
-                    None => result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-                        .map_err(|e| device_error("cuEventCreate", e))?,
-                };
-                // SAFETY: event (this device's, created in its context) and stream belong to
-                // the current context.
-                unsafe { result::event::record(cu_event, stream.0) }
-                    .map_err(|e| device_error("cuEventRecord", e))?;
-                Ok(Handle(cu_event))
-            };
-            // (stream, whether this submission records, whether earlier ones await an event)
+            // (stream, whether more submissions for this lane are queued behind this one)
             let lane_state = (|| {
                 make_current(context)?;
                 let mut lanes = lanes.lock();
@@ -459,36 +458,29 @@ impl CudaBackend {
                         .map_err(|e| device_error("cuStreamCreate", e))?;
                     lanes.streams.push(Handle(stream));
                 }
-                let waiting = lanes.unrecorded[lane];
-                let record = lanes.queued[lane] == 0 || waiting + 1 >= MAX_UNRECORDED;
-                lanes.unrecorded[lane] = if record { 0 } else { waiting + 1 };
-                Ok((lanes.streams[lane], record, waiting > 0))
+                Ok((lanes.streams[lane], lanes.queued[lane] > 0))
             })();
-            let (stream, record, earlier_waiting) = match lane_state {
+            let (stream, more_queued) = match lane_state {
                 Ok(state) => state,
                 Err(error) => {
                     completer.complete(Err(error));
                     return Ok(Completion::Done);
                 }
             };
-            match enqueue(stream).and_then(|()| record.then(|| record_event(stream)).transpose()) {
-                Ok(cu_event) => pending
-                    .lock()
-                    .entry(key)
-                    .or_default()
-                    .push_back((cu_event, Some(completer))),
-                Err(error) => {
-                    completer.complete(Err(error));
-                    // Earlier submissions of this lane still need an event to complete by.
-                    if record && earlier_waiting {
-                        let carrier = record_event(stream).ok();
-                        pending
-                            .lock()
-                            .entry(key)
-                            .or_default()
-                            .push_back((carrier, None));
-                    }
+            let job = Submission {
+                key,
+                stream,
+                more_queued,
+                capturable,
+                pending: &pending,
+                spare: &spare,
+            };
+            {
+                let mut submissions = submissions.lock();
+                if submissions.len() <= lane {
+                    submissions.resize_with(lane + 1, Default::default);
                 }
+                submissions[lane].submit(&job, completer, enqueue);
             }
             if let (Some(recorder), Some(start_us)) = (recorder, start_us) {
                 let end_us = recorder.now_us();
@@ -635,7 +627,7 @@ impl Backend for CudaBackend {
             CopyLane::Device(device, index) => {
                 let layout = source_box.copy_layout_to(&dest_box, elem_size);
                 let pool = self.pool.clone();
-                self.submit_to_stream(device, index, "copy", move |stream| {
+                self.submit_to_stream(device, index, "copy", false, move |stream| {
                     let (source, dest) = (source, dest);
                     // SAFETY: the caller guarantees validity until the event completes, which
                     // happens only after the stream passed the copy.
@@ -662,7 +654,11 @@ impl Backend for CudaBackend {
         launcher: Launcher,
         invocation: KernelInvocation,
     ) -> AsyncEvent {
-        self.submit_to_stream(device, lane, "kernel", move |stream| {
+        // Reduction identities and boundary records are copied from host memory on the stream,
+        // which a graph would read at its launch instead: such kernels launch directly.
+        let capturable =
+            invocation.reductions.is_empty() && !DeviceRecords::armed(&invocation.accessors);
+        self.submit_to_stream(device, lane, "kernel", capturable, move |stream| {
             let mut invocation = invocation;
             for (slot, identity) in invocation
                 .reductions
@@ -754,12 +750,25 @@ impl Drop for CudaBackend {
     fn drop(&mut self) {
         *self.pinner.alive.lock() = false;
         let mut retained = Vec::with_capacity(self.devices.len());
-        for device in std::mem::take(&mut self.devices) {
+        for (index, device) in std::mem::take(&mut self.devices).into_iter().enumerate() {
             let lanes = device.lanes.clone();
-            let spare = device.spare_events.clone();
+            let submissions = device.submissions.clone();
+            let (pending, spare) = (self.pending.clone(), device.spare_events.clone());
             let context = device.context;
             let _ = device.submitter.submit(move || {
                 make_current(context)?;
+                let streams = lanes.lock().streams.clone();
+                for (lane, lane_submissions) in submissions.lock().iter_mut().enumerate() {
+                    let job = Submission {
+                        key: (index, lane),
+                        stream: streams[lane],
+                        more_queued: false,
+                        capturable: false,
+                        pending: &pending,
+                        spare: &spare,
+                    };
+                    lane_submissions.close(&job);
+                }
                 for event in spare.lock().drain(..) {
                     // SAFETY: completed events of the current context, never used again.
                     unsafe { sys::cuEventDestroy_v2(event.0) };

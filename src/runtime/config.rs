@@ -63,6 +63,9 @@ pub struct Config {
     pub pinned_memory_limit: usize,
     /// `check_spmd`: compare the nodes' submissions at horizons and epochs (on in debug builds).
     pub check_spmd: bool,
+    /// `cuda_graphs`: the CUDA backend launches kernels queued back to back on one stream as a
+    /// captured CUDA graph (their launchers must only enqueue work on their stream).
+    pub cuda_graphs: bool,
 }
 
 impl Default for Config {
@@ -87,6 +90,7 @@ impl Default for Config {
             accessor_boundary_check: ErrorPolicy::Log,
             pinned_memory_limit: DEFAULT_PINNED_MEMORY_LIMIT,
             check_spmd: cfg!(debug_assertions),
+            cuda_graphs: false,
         }
     }
 }
@@ -360,6 +364,14 @@ const KEYS: &[Key] = &[
         },
     },
     Key {
+        name: "cuda_graphs",
+        accepts: BOOLEAN_ACCEPTS,
+        apply: |c, v| {
+            c.cuda_graphs = boolean(v)?;
+            Some(())
+        },
+    },
+    Key {
         name: "pinned_memory_limit",
         accepts: "a byte count with an optional K, M, G or T suffix (binary), at most 1T (e.g. 4G)",
         apply: |c, v| {
@@ -578,6 +590,7 @@ mod tests {
             ("stall_timeout", "2.5"),
             ("check_spmd", "off"),
             ("accessor_boundary_check", "error"),
+            ("cuda_graphs", "on"),
         ] {
             builder.set(key, value).unwrap();
         }
@@ -589,6 +602,7 @@ mod tests {
         assert_eq!(c.lookahead, Lookahead::Infinite);
         assert_eq!(c.dry_run_nodes, Some(16));
         assert!(c.print_graphs);
+        assert!(c.cuda_graphs && !Config::default().cuda_graphs);
         assert_eq!(c.graph_dir, PathBuf::from("/tmp/graphs"));
         assert_eq!(c.graph_format, GraphFormat::Json);
         assert_eq!(c.trace_file, Some(PathBuf::from("t.json")));

@@ -147,10 +147,10 @@ fn cuda_backend(
         );
     }
     Ok((
-        Box::new(CudaBackend::on_devices(
-            Some(&share),
-            config.pinned_memory_limit,
-        )?),
+        Box::new(
+            CudaBackend::on_devices(Some(&share), config.pinned_memory_limit)?
+                .with_kernel_graphs(config.cuda_graphs),
+        ),
         BackendKind::Cuda,
     ))
 }

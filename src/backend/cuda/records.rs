@@ -85,6 +85,12 @@ fn record_offset(len: usize, i: usize) -> usize {
 }
 
 impl DeviceRecords {
+    /// Whether the executor armed boundary records for these accessors (then the chunk's
+    /// launch uploads and downloads them).
+    pub(super) fn armed(accessors: &[AccessorInfo]) -> bool {
+        accessors.first().is_some_and(|a| !a.bounds.0.is_null())
+    }
+
     /// Step 2 for the accessors of one chunk, if they carry records: allocates the device
     /// block on `stream`, uploads the host block and points the accessors at the device records.
     ///

@@ -525,3 +525,233 @@ fn host_copies_are_pinned_in_place_within_the_limit_and_copy_to_devices() {
     wait(&mut backend, &freed).unwrap();
     tight.poll().unwrap();
 }
+
+/// A "kernel" that sets elements `[first, n)` of a u32 device array to `first` (a memset on the
+/// stream, which graph capture records like a kernel launch).
+fn fill_from(first: usize, n: usize) -> Launcher {
+    Arc::new(move |inv: &KernelInvocation, env: &LaunchEnvironment| {
+        let base = inv.accessors[0].base.0 as sys::CUdeviceptr + 4 * first as sys::CUdeviceptr;
+        // SAFETY: the accessor's allocation holds n u32; the stream's context is current.
+        check("cuMemsetD32Async", unsafe {
+            sys::cuMemsetD32Async(base, first as u32, n - first, env.stream as sys::CUstream)
+        })
+    })
+}
+
+/// Holds the submission thread for `ms` milliseconds, so that the kernels enqueued meanwhile
+/// are all queued when it returns (and form graph batches).
+fn hold_submission_thread(ms: u64) -> Launcher {
+    Arc::new(move |_: &KernelInvocation, _: &LaunchEnvironment| {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        Ok(())
+    })
+}
+
+/// Downloads `n` u32 from `on_device` through a host allocation.
+fn download_u32(backend: &mut CudaBackend, on_device: *mut u8, n: usize) -> Vec<u32> {
+    let host = allocate(backend, MemoryId::HOST, n * 4);
+    let whole = linear(n);
+    // SAFETY: both allocations hold n u32; the event is awaited before the host reads.
+    let e = unsafe {
+        backend.enqueue_copy(
+            CopyLane::Device(DeviceId(0), 0),
+            on_device,
+            whole,
+            host,
+            whole,
+            4,
+        )
+    };
+    wait(backend, &e).unwrap();
+    // SAFETY: the download completed.
+    let values = unsafe { std::slice::from_raw_parts(host.cast::<u32>(), n) }.to_vec();
+    // SAFETY: live and unused.
+    let e = unsafe { backend.enqueue_free(MemoryId::HOST, host) };
+    wait(backend, &e).unwrap();
+    values
+}
+
+/// What [`queue_behind_hold`] leaves: the backend, its device array and the launchers' outcomes.
+struct QueuedBehindHold {
+    backend: CudaBackend,
+    on_device: *mut u8,
+    /// Per launcher: `Ok` or its error message.
+    outcomes: Vec<std::result::Result<(), String>>,
+}
+
+/// A backend with graphs on and a device array of `n` u32: the launchers `launcher(i)` for `i`
+/// in `0..n` are all queued on lane 0 behind a 100 ms hold of the submission thread (so they
+/// form graph batches), then awaited. `None` without a GPU.
+fn queue_behind_hold(
+    test: &str,
+    n: usize,
+    launcher: impl Fn(usize) -> Launcher,
+) -> Option<QueuedBehindHold> {
+    let mut backend = backend_or_skip(test)?.with_kernel_graphs(true);
+    let device = DeviceId(0);
+    let memory = backend.system_info().native_memory(device);
+    let on_device = allocate(&mut backend, memory, n * 4);
+    let hold = backend.enqueue_device_kernel(
+        device,
+        0,
+        hold_submission_thread(100),
+        invocation(device, on_device, n),
+    );
+    let events: Vec<AsyncEvent> = (0..n)
+        .map(|i| {
+            backend.enqueue_device_kernel(device, 0, launcher(i), invocation(device, on_device, n))
+        })
+        .collect();
+    // The hold itself joins the first batch when the kernels were queued before it ran.
+    let _ = wait(&mut backend, &hold);
+    let outcomes = events
+        .iter()
+        .map(|e| (wait(&mut backend, e).map(|_| ())).map_err(|e| e.message().to_string()))
+        .collect();
+    Some(QueuedBehindHold {
+        backend,
+        on_device,
+        outcomes,
+    })
+}
+
+#[test]
+fn queued_kernels_launch_as_graph_batches_in_stream_order() {
+    let test = "queued_kernels_launch_as_graph_batches_in_stream_order";
+    let n = 100;
+    // Kernel i sets [i, n) to i: in stream order element j ends as j.
+    let Some(mut run) = queue_behind_hold(test, n, |i| fill_from(i, n)) else {
+        return;
+    };
+    assert!(run.outcomes.iter().all(|o| o.is_ok()), "{:?}", run.outcomes);
+    let batches = run.backend.graph_batches_launched();
+    assert!(
+        batches >= n.div_ceil(graphs::MAX_GRAPH_KERNELS),
+        "{n} queued kernels formed {batches} graph batches"
+    );
+    let values = download_u32(&mut run.backend, run.on_device, n);
+    assert_eq!(values, (0..n as u32).collect::<Vec<_>>());
+    println!("{test}: {n} kernels in {batches} graph batches, results in stream order");
+}
+
+#[test]
+fn a_failing_launcher_in_a_graph_batch_fails_its_kernel_only() {
+    let test = "a_failing_launcher_in_a_graph_batch_fails_its_kernel_only";
+    let n = 8;
+    let failing: Launcher = Arc::new(|_: &KernelInvocation, _: &LaunchEnvironment| {
+        Err(Error::new(ErrorKind::TaskFailed, "the kernel returned 7"))
+    });
+    let launcher = |i| {
+        if i == 3 {
+            failing.clone()
+        } else {
+            fill_from(i, n)
+        }
+    };
+    let Some(mut run) = queue_behind_hold(test, n, launcher) else {
+        return;
+    };
+    for (i, outcome) in run.outcomes.iter().enumerate() {
+        match outcome {
+            Err(message) => assert!(i == 3 && message.contains("returned 7"), "{message}"),
+            Ok(()) => assert_ne!(i, 3),
+        }
+    }
+    // Kernel 3 did not run: element 3 keeps kernel 2's value.
+    let values = download_u32(&mut run.backend, run.on_device, n);
+    assert_eq!(values, [0, 1, 2, 2, 4, 5, 6, 7]);
+}
+
+#[test]
+fn a_launcher_that_synchronises_fails_its_graph_batch_with_a_clear_error() {
+    let test = "a_launcher_that_synchronises_fails_its_graph_batch_with_a_clear_error";
+    let n = 4;
+    // Against the launch protocol: synchronising the stream it was given.
+    let synchronising: Launcher = Arc::new(|_: &KernelInvocation, env: &LaunchEnvironment| {
+        // SAFETY: a stream of the current context; the call is expected to fail under capture.
+        let _ = unsafe { sys::cuStreamSynchronize(env.stream as sys::CUstream) };
+        Ok(())
+    });
+    let launcher = |i| {
+        if i == 1 {
+            synchronising.clone()
+        } else {
+            fill_from(i, n)
+        }
+    };
+    let Some(mut run) = queue_behind_hold(test, n, launcher) else {
+        return;
+    };
+    // Kernels 0 and 1 were captured when the capture broke; kernel 2 either fails in the
+    // broken capture too or ends it, kernel 3 then launches on its own.
+    let messages: Vec<&str> = run
+        .outcomes
+        .iter()
+        .map(|o| o.as_ref().map_or_else(|e| e.as_str(), |()| "ok"))
+        .collect();
+    assert!(
+        messages[..2].iter().all(|m| m.contains("cuda_graphs=off")),
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .all(|m| *m == "ok" || m.contains("cuda_graphs=off")),
+        "{messages:?}"
+    );
+    // The lane works again afterwards.
+    let device = DeviceId(0);
+    let after = run.backend.enqueue_device_kernel(
+        device,
+        0,
+        fill_from(0, n),
+        invocation(device, run.on_device, n),
+    );
+    wait(&mut run.backend, &after).unwrap();
+    assert_eq!(download_u32(&mut run.backend, run.on_device, n), [0; 4]);
+}
+
+#[test]
+fn a_launcher_copying_from_pageable_memory_in_a_graph_batch_fails_it_with_a_clear_error() {
+    let test =
+        "a_launcher_copying_from_pageable_memory_in_a_graph_batch_fails_it_with_a_clear_error";
+    let n = 4;
+    // Each launcher copies element i from a pageable vector it frees (and overwrites) at once.
+    let launcher = |i: usize| -> Launcher {
+        Arc::new(move |inv: &KernelInvocation, env: &LaunchEnvironment| {
+            let mut value = vec![100 + i as u32; 1];
+            let target = inv.accessors[0].base.0 as sys::CUdeviceptr + 4 * i as u64;
+            // SAFETY: one u32 into the accessor's allocation, on the given stream.
+            let copied = check("cuMemcpyHtoDAsync", unsafe {
+                sys::cuMemcpyHtoDAsync_v2(
+                    target,
+                    value.as_ptr().cast(),
+                    4,
+                    env.stream as sys::CUstream,
+                )
+            });
+            value[0] = 0xdead;
+            std::hint::black_box(&value);
+            copied
+        })
+    };
+    let Some(mut run) = queue_behind_hold(test, n, launcher) else {
+        return;
+    };
+    let values = download_u32(&mut run.backend, run.on_device, n);
+    let outcomes = &run.outcomes;
+    println!("{test}: outcomes {outcomes:?}, values {values:?}");
+    // The copies of the batch fail with a message that says why; one launched on its own (the
+    // last, when nothing is queued behind it) is staged during the call as usual.
+    for (i, outcome) in outcomes.iter().enumerate() {
+        match outcome {
+            Ok(()) => assert_eq!(values[i], 100 + i as u32, "element {i}: {outcomes:?}"),
+            Err(message) => assert!(
+                message.contains("from pageable host memory")
+                    && message.contains("cuda_graphs=off"),
+                "{message}"
+            ),
+        }
+    }
+    assert!(outcomes[0].is_err(), "{outcomes:?}");
+}

@@ -1,0 +1,245 @@
+//! Kernel batches launched as CUDA graphs (`cuda_graphs = on`).
+//!
+//! A stream launch of an empty kernel costs the submission thread 3-4 µs on an H200, while
+//! capturing the same launch into a graph and launching that graph costs 0.9-1.6 µs per kernel
+//! (`gpu_bench graphs`, docs/gpu.md). So while a lane has more kernels queued behind the one at
+//! hand, its submission thread captures them (calling their launchers as usual, on the lane's
+//! stream) and launches the batch as one graph once the lane's queue runs dry, a submission that
+//! cannot be captured comes, or the batch is full. Every batch is captured anew, because a
+//! launcher's arguments (accessor pointers, ranges) differ from task to task; the captured graph
+//! is applied to an executable graph of the same shape cached per lane (`cuGraphExecUpdate`,
+//! much cheaper than instantiating one), so the runtime never replays work it did not just
+//! capture.
+//!
+//! Only kernels without reductions and without accessor boundary records are captured (those
+//! copy from host memory on the stream, which a graph would read at its launch instead of at
+//! the call). A launcher must only enqueue work on the stream it is given (API.md); one that
+//! makes a call that stream capture does not allow (a synchronous copy, a synchronisation), or
+//! enqueues a copy from or to pageable host memory (a stream stages it during the call, a graph
+//! would access it at its launch, after the launcher may have freed it), fails its whole batch
+//! with an error that says so: that is why graphs are opt-in.
+
+use std::collections::HashMap;
+
+use cudarc::driver::sys;
+
+use super::{Handle, check};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Most kernels one graph holds: the batch is launched when it is full even if more are queued,
+/// so the device starts working while the rest is captured.
+pub(super) const MAX_GRAPH_KERNELS: usize = 32;
+
+/// The graph state of one lane (stream), touched only by its device's submission thread.
+#[derive(Default)]
+pub(super) struct LaneGraphs {
+    /// Kernels captured into the open batch; `None` while the stream is not capturing.
+    open_batch: Option<usize>,
+    /// Executable graphs by the number of kernels they were instantiated for.
+    executables: HashMap<usize, Handle<sys::CUgraphExec>>,
+    /// Batches launched so far (tests check that batches formed).
+    pub(super) batches_launched: usize,
+}
+
+impl LaneGraphs {
+    /// Whether a batch is being captured on this lane's stream.
+    pub(super) fn is_capturing(&self) -> bool {
+        self.open_batch.is_some()
+    }
+
+    /// Kernels in the open batch (0 without one).
+    pub(super) fn batch_len(&self) -> usize {
+        self.open_batch.unwrap_or(0)
+    }
+
+    /// Starts capturing `stream`. The capture is relaxed: it does not forbid the submission
+    /// thread's own driver calls for other streams (copies, event records) meanwhile.
+    pub(super) fn begin(&mut self, stream: Handle<sys::CUstream>) -> Result<()> {
+        debug_assert!(self.open_batch.is_none());
+        // SAFETY: a stream of the current context, not capturing (open_batch is None).
+        check("cuStreamBeginCapture", unsafe {
+            sys::cuStreamBeginCapture_v2(
+                stream.0,
+                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
+            )
+        })?;
+        self.open_batch = Some(0);
+        Ok(())
+    }
+
+    /// Counts one more kernel captured into the open batch.
+    pub(super) fn captured_one(&mut self) {
+        if let Some(kernels) = &mut self.open_batch {
+            *kernels += 1;
+        }
+    }
+
+    /// Ends the capture of `stream` and launches the batch on it. On error nothing of the batch
+    /// was launched.
+    pub(super) fn end_and_launch(&mut self, stream: Handle<sys::CUstream>) -> Result<()> {
+        let Some(kernels) = self.open_batch.take() else {
+            return Ok(());
+        };
+        let mut graph: sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: `stream` is capturing (begun by `begin`), on the current context.
+        let ended = unsafe { sys::cuStreamEndCapture(stream.0, &mut graph) };
+        if ended == sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED {
+            if !graph.is_null() {
+                // SAFETY: the graph the failed capture returned, used nowhere else.
+                unsafe { sys::cuGraphDestroy(graph) };
+            }
+            return Err(Error::new(
+                ErrorKind::Device,
+                format!(
+                    "a batch of {kernels} kernel(s) captured as a CUDA graph was invalidated: a \
+                 launcher made a call that stream capture does not allow (a synchronous copy or \
+                 a synchronisation; a launcher must only enqueue work on its stream); set \
+                 cuda_graphs=off to launch kernels one by one"
+                ),
+            ));
+        }
+        check("cuStreamEndCapture", ended)?;
+        let launched = match pageable_copy_in(graph) {
+            Some(copy) => Err(Error::new(
+                ErrorKind::Device,
+                format!(
+                    "a launcher in a batch of {kernels} kernel(s) captured as a CUDA graph \
+                     enqueued a copy {copy}: a graph accesses it when it runs, not during the \
+                     call as a stream copy of pageable memory does; copy page-locked memory or \
+                     set cuda_graphs=off"
+                ),
+            )),
+            None => self.launch(kernels, graph, stream),
+        };
+        // SAFETY: the captured graph; an executable graph does not refer to it once
+        // instantiated or updated.
+        unsafe { sys::cuGraphDestroy(graph) };
+        launched
+    }
+
+    /// Applies `graph` to the cached executable graph of `kernels` kernels (instantiating one
+    /// when there is none or the shapes differ) and launches it on `stream`.
+    fn launch(
+        &mut self,
+        kernels: usize,
+        graph: sys::CUgraph,
+        stream: Handle<sys::CUstream>,
+    ) -> Result<()> {
+        let cached = self.executables.get(&kernels).copied();
+        let updated = cached.is_some_and(|exec| {
+            let mut info = std::mem::MaybeUninit::<sys::CUgraphExecUpdateResultInfo>::zeroed();
+            // SAFETY: an executable graph of this context (only this thread launches or updates
+            // it), a captured graph and room for the result, which is not read.
+            let code = unsafe { sys::cuGraphExecUpdate_v2(exec.0, graph, info.as_mut_ptr()) };
+            code == sys::CUresult::CUDA_SUCCESS
+        });
+        let exec = if updated {
+            cached.expect("updated a cached graph")
+        } else {
+            if let Some(stale) = self.executables.remove(&kernels) {
+                // SAFETY: launches already enqueued keep their own copy of the graph's work.
+                unsafe { sys::cuGraphExecDestroy(stale.0) };
+            }
+            let mut exec: sys::CUgraphExec = std::ptr::null_mut();
+            // SAFETY: valid out-pointer and a complete captured graph.
+            check("cuGraphInstantiate", unsafe {
+                sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0)
+            })?;
+            self.executables.insert(kernels, Handle(exec));
+            Handle(exec)
+        };
+        // SAFETY: an executable graph and a stream of the current context.
+        check("cuGraphLaunch", unsafe {
+            sys::cuGraphLaunch(exec.0, stream.0)
+        })?;
+        self.batches_launched += 1;
+        Ok(())
+    }
+
+    /// Destroys the cached executable graphs (the context must be current, the stream idle).
+    pub(super) fn destroy(&mut self) {
+        for (_, exec) in self.executables.drain() {
+            // SAFETY: executable graphs of the current context, never launched again.
+            unsafe { sys::cuGraphExecDestroy(exec.0) };
+        }
+    }
+}
+
+/// The first copy in `graph` from or to pageable host memory, described ("from pageable host
+/// memory at 0x..."). Stream copies of pageable memory are staged during the call, so a
+/// launcher may free or reuse the memory at once; a graph would read or write it at its launch.
+fn pageable_copy_in(graph: sys::CUgraph) -> Option<String> {
+    let mut count = 0usize;
+    // SAFETY: a null node array asks for the count only.
+    if unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut count) }
+        != sys::CUresult::CUDA_SUCCESS
+    {
+        return None;
+    }
+    let mut nodes = vec![std::ptr::null_mut(); count];
+    // SAFETY: room for `count` nodes.
+    unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count) };
+    nodes.truncate(count);
+    nodes.into_iter().find_map(|node| {
+        // Node and memory types are C enums read as plain integers: a newer driver may write
+        // values this binding does not name, and a zeroed struct holds none.
+        let mut kind = u32::MAX;
+        // SAFETY: a node of the graph; the driver writes one enum value (4 bytes).
+        unsafe { sys::cuGraphNodeGetType(node, (&mut kind as *mut u32).cast()) };
+        if kind != sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_MEMCPY as u32 {
+            return None;
+        }
+        let mut copy = std::mem::MaybeUninit::<sys::CUDA_MEMCPY3D>::zeroed();
+        // SAFETY: a memcpy node of the graph and room for its parameters.
+        let code = unsafe { sys::cuGraphMemcpyNodeGetParams(node, copy.as_mut_ptr()) };
+        if code != sys::CUresult::CUDA_SUCCESS {
+            return None;
+        }
+        let copy = copy.as_ptr();
+        // SAFETY: fields of the zeroed, then written struct; the enum fields are read as the
+        // integers they are in C.
+        let (source, dest) = unsafe {
+            (
+                (
+                    std::ptr::addr_of!((*copy).srcMemoryType)
+                        .cast::<u32>()
+                        .read(),
+                    (*copy).srcHost as usize,
+                    (*copy).srcDevice as usize,
+                ),
+                (
+                    std::ptr::addr_of!((*copy).dstMemoryType)
+                        .cast::<u32>()
+                        .read(),
+                    (*copy).dstHost as usize,
+                    (*copy).dstDevice as usize,
+                ),
+            )
+        };
+        if let Some(address) = pageable(source) {
+            return Some(format!("from pageable host memory at {address:#x}"));
+        }
+        pageable(dest).map(|address| format!("to pageable host memory at {address:#x}"))
+    })
+}
+
+/// The address of one end of a copy if it is host memory the driver does not know (pageable).
+fn pageable((kind, host, device): (u32, usize, usize)) -> Option<usize> {
+    let address = if kind == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32 {
+        host
+    } else if kind == sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32 {
+        device
+    } else {
+        return None;
+    };
+    let mut memory_type = 0u32;
+    // SAFETY: a valid out-pointer; any address may be queried.
+    let known = unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut memory_type as *mut u32).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            address as sys::CUdeviceptr,
+        )
+    };
+    (known != sys::CUresult::CUDA_SUCCESS).then_some(address)
+}
