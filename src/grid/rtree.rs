@@ -10,7 +10,8 @@ use smallvec::SmallVec;
 
 use super::grid_box::{GridBox, bounding_box_of};
 
-const MAX_CHILDREN: usize = 8;
+/// The most children (entries, in a leaf) a node holds.
+pub(crate) const MAX_CHILDREN: usize = 8;
 const MIN_CHILDREN: usize = 2;
 
 /// A child of a node: a value in a leaf (height 0), a subtree otherwise.
@@ -52,6 +53,17 @@ impl<T> Node<T> {
         }
     }
 
+    /// A leaf holding `entries` in their order (at most [`MAX_CHILDREN`]).
+    pub fn leaf(entries: impl IntoIterator<Item = (GridBox, T)>) -> Self {
+        let mut leaf = Node::new_leaf();
+        for (b, v) in entries {
+            leaf.boxes.push(b);
+            leaf.slots.push(Slot::Value(v));
+        }
+        debug_assert!(leaf.len() <= MAX_CHILDREN);
+        leaf
+    }
+
     #[inline]
     pub fn height(&self) -> usize {
         self.height
@@ -89,22 +101,6 @@ impl<T> Node<T> {
                     Slot::Node(n) => n.query_mut(q, f),
                 }
             }
-        }
-    }
-
-    /// The entries of a leaf node (boxes and values side by side), `None` for an inner node. A
-    /// small map is a single leaf: scanning it beats descending the tree once per question.
-    #[inline]
-    pub fn as_leaf(&self) -> Option<(&[GridBox], &[Slot<T>])> {
-        (self.height == 0).then(|| (self.boxes.as_slice(), self.slots.as_slice()))
-    }
-
-    /// The value of a leaf holding exactly one entry.
-    #[inline]
-    pub fn single_value_mut(&mut self) -> Option<&mut T> {
-        match self.slots.as_mut_slice() {
-            [Slot::Value(v)] if self.height == 0 => Some(v),
-            _ => None,
         }
     }
 
