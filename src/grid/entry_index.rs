@@ -18,12 +18,13 @@
 use smallvec::SmallVec;
 
 use super::grid_box::GridBox;
-use super::rtree::{MAX_CHILDREN, Node, Orphan, Slot};
+use super::rtree::{MAX_CHILDREN, Node, NodeBoxes, Orphan, Slot};
 
 /// Entries of a map that fits one leaf: `boxes[i]` holds `values[i]`.
 #[derive(Clone)]
 pub(crate) struct Flat<T> {
-    pub boxes: SmallVec<[GridBox; MAX_CHILDREN]>,
+    /// The leaf's own box list, so that a list and a leaf convert into each other by a move.
+    pub boxes: NodeBoxes,
     pub values: SmallVec<[T; MAX_CHILDREN]>,
 }
 
@@ -111,6 +112,7 @@ impl<T> EntryIndex<T> {
     }
 
     /// The entry containing point `p`, if any.
+    #[inline]
     pub fn point_query(&self, p: &[usize; 3]) -> Option<(GridBox, &T)> {
         match self {
             EntryIndex::Flat(flat) => flat
@@ -123,6 +125,7 @@ impl<T> EntryIndex<T> {
     }
 
     /// Calls `f` for every entry.
+    #[inline]
     pub fn for_each<'a>(&'a self, f: &mut impl FnMut(&GridBox, &'a T)) {
         match self {
             EntryIndex::Flat(flat) => {
@@ -135,6 +138,7 @@ impl<T> EntryIndex<T> {
     }
 
     /// Calls `f` for every entry, with mutable access to its value.
+    #[inline]
     pub fn for_each_mut(&mut self, f: &mut impl FnMut(&GridBox, &mut T)) {
         match self {
             EntryIndex::Flat(flat) => {
@@ -148,24 +152,30 @@ impl<T> EntryIndex<T> {
 
     /// Adds an entry (disjoint from all others). A full list becomes a tree: its leaf, then the
     /// tree's insertion, which splits it.
+    #[inline]
     pub fn insert(&mut self, b: GridBox, value: T) {
         match self {
             EntryIndex::Flat(flat) if flat.boxes.len() < MAX_CHILDREN => {
                 flat.boxes.push(b);
                 flat.values.push(value);
             }
-            EntryIndex::Flat(flat) => {
-                let boxes = std::mem::take(&mut flat.boxes);
-                let values = std::mem::take(&mut flat.values);
-                let mut leaf = Node::leaf(boxes.into_iter().zip(values));
-                if let Some(sibling) = leaf.insert(b, Slot::Value(value), 0) {
-                    *self = EntryIndex::Tree(Node::grow(leaf, sibling));
-                } else {
-                    unreachable!("a full leaf takes no more entries");
-                }
-            }
+            EntryIndex::Flat(_) => self.overflow(b, value),
             EntryIndex::Tree(root) => Self::insert_slot(root, b, Slot::Value(value), 0),
         }
+    }
+
+    /// [`Self::insert`] into a full list: the list becomes a leaf, the tree's insertion splits it.
+    fn overflow(&mut self, b: GridBox, value: T) {
+        let EntryIndex::Flat(flat) = self else {
+            unreachable!("not a list")
+        };
+        let boxes = std::mem::take(&mut flat.boxes);
+        let values = std::mem::take(&mut flat.values);
+        let mut leaf = Node::leaf(boxes, values);
+        let sibling = leaf
+            .insert(b, Slot::Value(value), 0)
+            .expect("a full leaf splits");
+        *self = EntryIndex::Tree(Node::grow(leaf, sibling));
     }
 
     /// Inserts into the tree at the node height `target`, growing the root if it splits.
@@ -179,14 +189,22 @@ impl<T> EntryIndex<T> {
     /// Removes the entry whose box is exactly `b` and returns its value (`None` if there is none).
     /// In a list the last entry moves into the gap; a tree re-inserts the items of the nodes that
     /// fall below the minimum fill and becomes a list again when it shrinks to one leaf.
+    #[inline]
     pub fn erase(&mut self, b: &GridBox, orphans: &mut Vec<Orphan<T>>) -> Option<T> {
-        let root = match self {
+        match self {
             EntryIndex::Flat(flat) => {
                 let i = flat.position(b)?;
                 flat.boxes.swap_remove(i);
-                return Some(flat.values.swap_remove(i));
+                Some(flat.values.swap_remove(i))
             }
-            EntryIndex::Tree(root) => root,
+            EntryIndex::Tree(_) => self.erase_from_tree(b, orphans),
+        }
+    }
+
+    /// [`Self::erase`] for a tree.
+    fn erase_from_tree(&mut self, b: &GridBox, orphans: &mut Vec<Orphan<T>>) -> Option<T> {
+        let EntryIndex::Tree(root) = self else {
+            unreachable!("not a tree")
         };
         let v = root.erase(b, orphans)?;
         while let Some(child) = root.take_only_child() {
@@ -225,6 +243,7 @@ impl<T> EntryIndex<T> {
 
     /// Replaces the box of the entry `old` by `new`, which lies inside it, keeping the value and
     /// the entry's place; returns `f` of the value (`None` if `old` is not an entry).
+    #[inline]
     pub fn shrink_entry<R>(
         &mut self,
         old: &GridBox,
@@ -244,6 +263,7 @@ impl<T> EntryIndex<T> {
 
     /// Replaces the box of the entry `old` by `new`, which contains it, keeping the value and the
     /// entry's place. Returns false if `old` is not an entry.
+    #[inline]
     pub fn grow_entry(&mut self, old: &GridBox, new: GridBox) -> bool {
         match self {
             EntryIndex::Flat(flat) => {
@@ -278,10 +298,11 @@ impl<T> EntryIndex<T> {
     }
 
     fn flat_from_leaf(leaf: Node<T>) -> Self {
-        let mut entries = Vec::with_capacity(leaf.len());
-        leaf.into_entries(&mut entries);
-        let (boxes, values) = entries.into_iter().unzip();
-        EntryIndex::Flat(Flat { boxes, values })
+        let (boxes, values) = leaf.into_leaf();
+        EntryIndex::Flat(Flat {
+            boxes,
+            values: values.collect(),
+        })
     }
 
     /// Checks the structural invariants (tests only).

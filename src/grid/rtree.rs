@@ -14,6 +14,9 @@ use super::grid_box::{GridBox, bounding_box_of};
 pub(crate) const MAX_CHILDREN: usize = 8;
 const MIN_CHILDREN: usize = 2;
 
+/// The boxes of a node, with one spare slot for the overflow before a split.
+pub(crate) type NodeBoxes = SmallVec<[GridBox; MAX_CHILDREN + 1]>;
+
 /// A child of a node: a value in a leaf (height 0), a subtree otherwise.
 #[derive(Clone)]
 pub(crate) enum Slot<T> {
@@ -26,7 +29,7 @@ pub(crate) enum Slot<T> {
 #[derive(Clone)]
 pub(crate) struct Node<T> {
     height: usize,
-    boxes: SmallVec<[GridBox; MAX_CHILDREN + 1]>,
+    boxes: NodeBoxes,
     slots: SmallVec<[Slot<T>; MAX_CHILDREN + 1]>,
 }
 
@@ -53,15 +56,25 @@ impl<T> Node<T> {
         }
     }
 
-    /// A leaf holding `entries` in their order (at most [`MAX_CHILDREN`]).
-    pub fn leaf(entries: impl IntoIterator<Item = (GridBox, T)>) -> Self {
-        let mut leaf = Node::new_leaf();
-        for (b, v) in entries {
-            leaf.boxes.push(b);
-            leaf.slots.push(Slot::Value(v));
+    /// A leaf holding the entries `boxes[i]` with `values[i]` (at most [`MAX_CHILDREN`]).
+    pub fn leaf(boxes: NodeBoxes, values: impl IntoIterator<Item = T>) -> Self {
+        let slots: SmallVec<_> = values.into_iter().map(Slot::Value).collect();
+        debug_assert!(boxes.len() == slots.len() && boxes.len() <= MAX_CHILDREN);
+        Node {
+            height: 0,
+            boxes,
+            slots,
         }
-        debug_assert!(leaf.len() <= MAX_CHILDREN);
-        leaf
+    }
+
+    /// The entries of a leaf, boxes and values side by side: [`Self::leaf`] undone.
+    pub fn into_leaf(self) -> (NodeBoxes, impl Iterator<Item = T>) {
+        debug_assert_eq!(self.height, 0);
+        let values = self.slots.into_iter().map(|s| match s {
+            Slot::Value(v) => v,
+            Slot::Node(_) => unreachable!("leaf holds a subtree"),
+        });
+        (self.boxes, values)
     }
 
     #[inline]
