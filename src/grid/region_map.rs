@@ -17,7 +17,7 @@ use super::rtree::Orphan;
 /// map overwritten repeatedly with the same value stays small (1-D maps are
 /// always fully coalesced). A small map keeps its entries in a flat list; a larger one in an
 /// R-tree, where a query costs time in proportion to the entries it returns, not to the size of
-/// the map (see [`EntryIndex`]).
+/// the map.
 pub struct RegionMap<T> {
     extent: GridBox,
     entries: EntryIndex<T>,

@@ -1,4 +1,5 @@
-//! The spatial index behind [`RegionMap`](super::RegionMap): an R-tree with 2
+//! The spatial index behind a [`RegionMap`](super::RegionMap) that outgrows one leaf (see
+//! [`EntryIndex`](super::entry_index::EntryIndex)): an R-tree with 2
 //! to 8 children per node and Guttman's quadratic split, whose leaves hold
 //! disjoint boxes with their values.
 //!
