@@ -23,7 +23,8 @@ use super::rtree::{MAX_CHILDREN, Node, NodeBoxes, Orphan, Slot};
 /// Entries of a map that fits one leaf: `boxes[i]` holds `values[i]`.
 #[derive(Clone)]
 pub(crate) struct Flat<T> {
-    /// The leaf's own box list, so that a list and a leaf convert into each other by a move.
+    /// The leaf's own box list type: it moves between a list and a leaf as it is (the values are
+    /// rewrapped).
     pub boxes: NodeBoxes,
     pub values: SmallVec<[T; MAX_CHILDREN]>,
 }
@@ -33,7 +34,8 @@ pub(crate) struct Flat<T> {
 pub(crate) enum EntryIndex<T> {
     /// At most [`MAX_CHILDREN`] entries, in the order of the tree's single leaf.
     Flat(Flat<T>),
-    /// More entries: an R-tree of at least two levels.
+    /// An R-tree of at least two levels: a map that outgrew one leaf and has not shrunk back to one
+    /// (it may hold fewer than [`MAX_CHILDREN`] entries by then).
     Tree(Node<T>),
 }
 
