@@ -146,20 +146,14 @@ impl BufferAccessMap {
         accesses: SmallVec<[BufferAccess; 2]>,
         geometry: TaskGeometry,
     ) -> Self {
-        let mut map = BufferAccessMap {
-            task,
-            data: None,
-            clamp_warned: AtomicBool::new(false),
-        };
+        let mut map = BufferAccessMap::empty(task, geometry);
         if !accesses.is_empty() {
-            // the regions are computed in the box: they are large to move
-            let mut data = Box::new(AccessData {
+            map.data = Some(Box::new(AccessData {
                 geometry,
                 accesses,
                 buffers: SmallVec::new(),
-            });
-            map.compute_task_regions(&mut data);
-            map.data = Some(data);
+            }));
+            map.finish(geometry);
         }
         map
     }
@@ -173,43 +167,40 @@ impl BufferAccessMap {
         }
     }
 
-    /// Fills `buffers`: per buffer, the union of its consuming and of its producing accesses.
-    fn compute_task_regions(&self, data: &mut AccessData) {
-        let g = &data.geometry;
-        let whole = Chunk::new(g.dims, g.global_offset, g.global_size, g.global_size);
-        let buffers = &mut data.buffers;
-        for (i, acc) in data.accesses.iter().enumerate() {
-            let (bid, mode) = (acc.bid, acc.mode);
-            let region = self.evaluate_access(i, acc, &whole);
-            let consumed = if mode.is_consumer() {
-                region.clone()
-            } else {
-                Region::new()
-            };
-            let produced = if mode.is_producer() {
-                region
-            } else {
-                Region::new()
-            };
-            match buffers.iter_mut().find(|b| b.bid == bid) {
-                Some(entry) => {
-                    // a second access to the buffer (a read and a write of one buffer, as in
-                    // stencils and gathers): unite, moving instead of copying where one side
-                    // holds everything
-                    unite(&mut entry.consumed, consumed);
-                    unite(&mut entry.produced, produced);
-                }
-                None => buffers.push(BufferRegions {
-                    bid,
-                    consumed,
-                    produced,
-                    consumed_bounds: GridBox::EMPTY,
-                }),
-            }
+    /// Empties the map for task `task` built in the same allocation: the accesses (with their
+    /// range mappers) and regions are dropped, their storage is kept for the next accesses.
+    pub(crate) fn clear(&mut self, task: TaskId) {
+        self.task = task;
+        if let Some(data) = self.data.as_deref_mut() {
+            data.accesses.clear();
+            data.buffers.clear();
         }
-        for b in buffers.iter_mut() {
-            b.consumed_bounds = b.consumed.bounding_box();
+        *self.clamp_warned.get_mut() = false;
+    }
+
+    /// Appends an access to a map built in place; [`BufferAccessMap::finish`] completes it.
+    pub(crate) fn push(&mut self, access: BufferAccess) {
+        let data = self.data.get_or_insert_with(|| {
+            Box::new(AccessData {
+                geometry: DEFAULT_GEOMETRY,
+                accesses: SmallVec::new(),
+                buffers: SmallVec::new(),
+            })
+        });
+        data.accesses.push(access);
+    }
+
+    /// Completes a map built with [`BufferAccessMap::push`]: sets the task's geometry and
+    /// evaluates every access on the whole iteration space, as [`BufferAccessMap::new`] does.
+    pub(crate) fn finish(&mut self, geometry: TaskGeometry) {
+        let Some(data) = self.data.as_deref_mut() else {
+            return;
+        };
+        if data.accesses.is_empty() {
+            return;
         }
+        data.geometry = geometry;
+        compute_task_regions(self.task, &self.clamp_warned, data);
     }
 
     #[inline]
@@ -243,22 +234,7 @@ impl BufferAccessMap {
     }
 
     fn evaluate_access(&self, i: usize, acc: &BufferAccess, chunk: &Chunk) -> Region {
-        let Mapped {
-            region,
-            clamped_from,
-        } = acc.mapper.map(chunk, acc.buffer_dims, acc.buffer_range);
-        let first_clamp = clamped_from.filter(|_| !self.clamp_warned.swap(true, Ordering::Relaxed));
-        if let Some(raw) = first_clamp {
-            let dims = acc.buffer_dims;
-            tracing::warn!(
-                "{}: custom range mapper of access #{i} returned {} outside buffer {} range {}; clamped to the buffer",
-                self.task,
-                fmt_box_dims(&saturating_box(raw), dims),
-                acc.bid,
-                fmt_box_dims(&GridBox::full_range(acc.buffer_range), dims),
-            );
-        }
-        region
+        evaluate_access(self.task, &self.clamp_warned, i, acc, chunk)
     }
 
     /// The task these accesses belong to.
@@ -290,6 +266,14 @@ impl BufferAccessMap {
     /// True if some access targets `bid`.
     pub fn accesses_buffer(&self, bid: BufferId) -> bool {
         self.buffers_slice().iter().any(|b| b.bid == bid)
+    }
+
+    /// Per accessed buffer, each once in order of first access: its task-level consumed and
+    /// produced regions.
+    pub(crate) fn task_regions(&self) -> impl Iterator<Item = (BufferId, &Region, &Region)> + '_ {
+        self.buffers_slice()
+            .iter()
+            .map(|b| (b.bid, &b.consumed, &b.produced))
     }
 
     fn regions_of(&self, bid: BufferId) -> Option<&BufferRegions> {
@@ -371,5 +355,70 @@ impl BufferAccessMap {
             .map(|(i, _)| self.evaluate(i, &chunk).bounding_box())
             .filter(|b| !b.is_empty())
             .collect()
+    }
+}
+
+/// Runs the mapper of access `i` of `task` and reports a clamped custom result once per task.
+fn evaluate_access(
+    task: TaskId,
+    clamp_warned: &AtomicBool,
+    i: usize,
+    acc: &BufferAccess,
+    chunk: &Chunk,
+) -> Region {
+    let Mapped {
+        region,
+        clamped_from,
+    } = acc.mapper.map(chunk, acc.buffer_dims, acc.buffer_range);
+    let first_clamp = clamped_from.filter(|_| !clamp_warned.swap(true, Ordering::Relaxed));
+    if let Some(raw) = first_clamp {
+        let dims = acc.buffer_dims;
+        tracing::warn!(
+            "{}: custom range mapper of access #{i} returned {} outside buffer {} range {}; clamped to the buffer",
+            task,
+            fmt_box_dims(&saturating_box(raw), dims),
+            acc.bid,
+            fmt_box_dims(&GridBox::full_range(acc.buffer_range), dims),
+        );
+    }
+    region
+}
+
+/// Fills `data.buffers`: per buffer, the union of its consuming and of its producing accesses.
+fn compute_task_regions(task: TaskId, clamp_warned: &AtomicBool, data: &mut AccessData) {
+    let g = &data.geometry;
+    let whole = Chunk::new(g.dims, g.global_offset, g.global_size, g.global_size);
+    let buffers = &mut data.buffers;
+    for (i, acc) in data.accesses.iter().enumerate() {
+        let (bid, mode) = (acc.bid, acc.mode);
+        let region = evaluate_access(task, clamp_warned, i, acc, &whole);
+        let consumed = if mode.is_consumer() {
+            region.clone()
+        } else {
+            Region::new()
+        };
+        let produced = if mode.is_producer() {
+            region
+        } else {
+            Region::new()
+        };
+        match buffers.iter_mut().find(|b| b.bid == bid) {
+            Some(entry) => {
+                // a second access to the buffer (a read and a write of one buffer, as in
+                // stencils and gathers): unite, moving instead of copying where one side
+                // holds everything
+                unite(&mut entry.consumed, consumed);
+                unite(&mut entry.produced, produced);
+            }
+            None => buffers.push(BufferRegions {
+                bid,
+                consumed,
+                produced,
+                consumed_bounds: GridBox::EMPTY,
+            }),
+        }
+    }
+    for b in buffers.iter_mut() {
+        b.consumed_bounds = b.consumed.bounding_box();
     }
 }
