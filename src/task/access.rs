@@ -96,10 +96,9 @@ struct BufferRegions {
 #[derive(Debug)]
 pub struct BufferAccessMap {
     task: TaskId,
-    /// The geometry, accesses and per-buffer regions, boxed so that tasks stay small (they are
-    /// moved into their `Arc` and most of them have no or few accesses); `None` without accesses
-    /// (nothing is ever evaluated against the geometry then).
-    data: Option<Box<AccessData>>,
+    /// The geometry, accesses and per-buffer regions, inline: a task is built in its `Arc`'s
+    /// allocation, which holds everything of the common small task.
+    data: AccessData,
     /// Set once a clamped custom mapper result has been reported for this task.
     clamp_warned: AtomicBool,
 }
@@ -147,14 +146,8 @@ impl BufferAccessMap {
         geometry: TaskGeometry,
     ) -> Self {
         let mut map = BufferAccessMap::empty(task, geometry);
-        if !accesses.is_empty() {
-            map.data = Some(Box::new(AccessData {
-                geometry,
-                accesses,
-                buffers: SmallVec::new(),
-            }));
-            map.finish(geometry);
-        }
+        map.data.accesses = accesses;
+        map.finish(geometry);
         map
     }
 
@@ -162,40 +155,40 @@ impl BufferAccessMap {
     pub fn empty(task: TaskId, _geometry: TaskGeometry) -> Self {
         BufferAccessMap {
             task,
-            data: None,
+            data: AccessData {
+                geometry: DEFAULT_GEOMETRY,
+                accesses: SmallVec::new(),
+                buffers: SmallVec::new(),
+            },
             clamp_warned: AtomicBool::new(false),
         }
     }
 
-    /// Empties the map for task `task` built in the same allocation: the accesses (with their
-    /// range mappers) and regions are dropped, their storage is kept for the next accesses.
-    pub(crate) fn clear(&mut self, task: TaskId) {
-        self.task = task;
-        if let Some(data) = self.data.as_deref_mut() {
-            data.accesses.clear();
-            data.buffers.clear();
+    /// Drops the accesses (with their range mappers) and regions of a pruned task's map, keeping
+    /// their storage for the next task built in the same allocation.
+    pub(crate) fn clear(&mut self) {
+        if !self.data.accesses.is_empty() {
+            self.data.accesses.clear();
+            self.data.buffers.clear();
         }
+    }
+
+    /// Makes a cleared map the (empty) map of task `task`.
+    pub(crate) fn reset(&mut self, task: TaskId) {
+        debug_assert!(self.data.accesses.is_empty() && self.data.buffers.is_empty());
+        self.task = task;
         *self.clamp_warned.get_mut() = false;
     }
 
     /// Appends an access to a map built in place; [`BufferAccessMap::finish`] completes it.
     pub(crate) fn push(&mut self, access: BufferAccess) {
-        let data = self.data.get_or_insert_with(|| {
-            Box::new(AccessData {
-                geometry: DEFAULT_GEOMETRY,
-                accesses: SmallVec::new(),
-                buffers: SmallVec::new(),
-            })
-        });
-        data.accesses.push(access);
+        self.data.accesses.push(access);
     }
 
     /// Completes a map built with [`BufferAccessMap::push`]: sets the task's geometry and
     /// evaluates every access on the whole iteration space, as [`BufferAccessMap::new`] does.
     pub(crate) fn finish(&mut self, geometry: TaskGeometry) {
-        let Some(data) = self.data.as_deref_mut() else {
-            return;
-        };
+        let data = &mut self.data;
         if data.accesses.is_empty() {
             return;
         }
@@ -205,21 +198,18 @@ impl BufferAccessMap {
 
     #[inline]
     fn accesses_slice(&self) -> &[BufferAccess] {
-        self.data.as_deref().map_or(&[], |d| &d.accesses)
+        &self.data.accesses
     }
 
     #[inline]
     fn buffers_slice(&self) -> &[BufferRegions] {
-        self.data.as_deref().map_or(&[], |d| &d.buffers)
+        &self.data.buffers
     }
 
     /// The chunk `execution_range` of the task (only asked of maps with accesses: without any
     /// there is nothing to evaluate it for).
     fn chunk_of(&self, execution_range: &GridBox) -> Chunk {
-        let g = self
-            .data
-            .as_deref()
-            .map_or(&DEFAULT_GEOMETRY, |d| &d.geometry);
+        let g = &self.data.geometry;
         Chunk::new(
             g.dims,
             execution_range.min(),

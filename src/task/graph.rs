@@ -9,7 +9,7 @@
 //! every dependee of every new task (the node, not the task behind its `Arc`). Pruned tasks that
 //! nobody else holds leave their allocation to the next tasks (a small pool), which spares a
 //! `malloc`/`free` pair per task in a steady stream of tasks and horizons; a reused task keeps
-//! the storage of its lists (the access box, dependencies that outgrew their inline space). New
+//! the storage of its lists (accesses and dependencies that outgrew their inline space). New
 //! tasks are built in their allocation ([`TaskGraph::allocate`] hands out a bare task), never
 //! moved into it.
 

@@ -350,12 +350,12 @@ impl TaskManager {
     pub fn submit_then(
         &mut self,
         spec: TaskSpec,
-        cg: CommandGroup,
+        mut cg: CommandGroup,
         validated: impl FnOnce(&Task),
     ) -> Result<TaskId> {
         self.check_running("submit")?;
         let tid = TaskId(self.next_tid);
-        let task = self.build_command_group_task(tid, spec, cg)?;
+        let task = self.build_command_group_task(tid, spec, &mut cg)?;
         self.add_task(task, validated)?;
         self.num_user_command_groups += 1;
         if self.need_new_horizon() {

@@ -221,25 +221,26 @@ impl Task {
     /// with their range mappers) from a pruned task whose allocation waits for reuse.
     pub(crate) fn release_user_data(&mut self) {
         self.payload = None;
-        self.access_map.clear(self.id);
+        self.access_map.clear();
     }
 
-    /// Turns a released task into [`Task::bare`]`(id, ty, None)` in place, keeping the storage
-    /// of its lists (accesses, dependencies) for the new task.
+    /// Turns a task whose user data was released ([`Task::release_user_data`]) into
+    /// [`Task::bare`]`(id, ty, None)` in place, keeping the storage of its lists (accesses,
+    /// dependencies) for the new task.
     pub(crate) fn reset(&mut self, id: TaskId, ty: TaskType) {
         self.id = id;
         self.ty = ty;
         self.epoch_action = None;
         self.collective_group = CollectiveGroupId::NONE;
         self.geometry = TaskGeometry::default();
-        self.access_map.clear(id);
+        self.access_map.reset(id);
         self.side_effects.clear();
         self.reductions.clear();
         self.hints = Hints::default();
         self.name = None;
         self.dependencies.clear();
         self.critical_path_length = 0;
-        self.payload = None;
+        debug_assert!(self.payload.is_none());
     }
 
     /// The task's id.

@@ -21,11 +21,13 @@ impl TaskManager {
     /// Validates a command group and turns it into a task without dependencies: the task's
     /// type and geometry from its spec, then its hints, side effects, accesses and reductions.
     /// The task is built in its final allocation; a refused one leaves it to the next task.
+    /// What the task takes over is moved out of `cg` (not the whole group: it is large).
+    #[inline]
     pub(super) fn build_command_group_task(
         &mut self,
         tid: TaskId,
         spec: TaskSpec,
-        cg: CommandGroup,
+        cg: &mut CommandGroup,
     ) -> Result<Arc<Task>> {
         let (ty, mut geometry, collective_group) = self.task_shape(spec)?;
         let variable_split = matches!(ty, TaskType::DeviceCompute | TaskType::HostCompute);
@@ -35,33 +37,22 @@ impl TaskManager {
         CommandGroup::check_oversubscribe(cg.hints.oversubscribe)?;
         let mut task = self.graph.allocate(tid, ty);
         let t = Arc::get_mut(&mut task).expect("a new task is not shared yet");
-        if let Err(e) = self.fill_command_group_task(t, variable_split, geometry, cg) {
+        let checked = self
+            .check_side_effects(t, &cg.side_effects)
+            .and_then(|()| self.check_accesses(t, &geometry, &mut cg.accesses))
+            .and_then(|()| self.check_reductions(t, variable_split, &cg.reductions));
+        if let Err(e) = checked {
             self.graph.recycle(task);
             return Err(e);
         }
-        t.collective_group = collective_group;
-        Ok(task)
-    }
-
-    /// Checks the side effects, accesses and reductions of `cg` into the bare task `t`, then
-    /// evaluates the accesses and moves the rest of the group in.
-    fn fill_command_group_task(
-        &self,
-        t: &mut Task,
-        variable_split: bool,
-        geometry: TaskGeometry,
-        cg: CommandGroup,
-    ) -> Result<()> {
-        self.check_side_effects(t, &cg.side_effects)?;
-        self.check_accesses(t, &geometry, cg.accesses)?;
-        self.check_reductions(t, variable_split, &cg.reductions)?;
         // every check passed: now the (possibly user-defined) mappers run
         t.access_map.finish(geometry);
         t.geometry = geometry;
+        t.collective_group = collective_group;
         t.hints = cg.hints;
-        t.name = cg.name.map(String::into_boxed_str);
-        t.payload = cg.payload;
-        Ok(())
+        t.name = cg.name.take().map(String::into_boxed_str);
+        t.payload = cg.payload.take();
+        Ok(task)
     }
 
     /// The type, geometry and collective group a spec asks for.
@@ -135,9 +126,9 @@ impl TaskManager {
         &self,
         t: &mut Task,
         geometry: &TaskGeometry,
-        requested: SmallVec<[(BufferId, AccessMode, RangeMapper); 2]>,
+        requested: &mut SmallVec<[(BufferId, AccessMode, RangeMapper); 2]>,
     ) -> Result<()> {
-        for (bid, mode, mapper) in requested {
+        for (bid, mode, mapper) in requested.drain(..) {
             let buffer = self.buffer("access", bid)?;
             let label = BufferLabel {
                 id: bid,
