@@ -260,7 +260,9 @@ impl BufferAccessMap {
 
     /// Per accessed buffer, each once in order of first access: its task-level consumed and
     /// produced regions.
-    pub(crate) fn task_regions(&self) -> impl Iterator<Item = (BufferId, &Region, &Region)> + '_ {
+    pub(crate) fn task_regions(
+        &self,
+    ) -> impl Iterator<Item = (BufferId, &Region, &Region)> + Clone + '_ {
         self.buffers_slice()
             .iter()
             .map(|b| (b.bid, &b.consumed, &b.produced))

@@ -526,18 +526,18 @@ impl TaskManager {
         } else {
             (Region::from_box(SCALAR_BOX), Region::new())
         };
-        let mut buffers: SmallVec<[(BufferId, &Region, &Region); 4]> = bam.task_regions().collect();
-        for red in &task.reductions {
+        let reductions = task.reductions.iter().map(|red| {
             let consumed = if red.init_from_buffer {
                 &scalar
             } else {
                 &nothing
             };
-            buffers.push((red.bid, consumed, &scalar));
-        }
+            (red.bid, consumed, &scalar)
+        });
+        let buffers = bam.task_regions().chain(reductions);
 
-        self.add_true_dependencies(task, &buffers, &mut deps)?;
-        self.add_anti_dependencies(tid, &buffers, &mut deps);
+        self.add_true_dependencies(task, buffers.clone(), &mut deps)?;
+        self.add_anti_dependencies(tid, buffers, &mut deps);
         self.add_serialization_dependencies(task, &mut deps);
 
         // 5. anchor on the current epoch
@@ -555,17 +555,17 @@ impl TaskManager {
     /// Step 1: true dependencies on the last writers of what is consumed (no changes yet, so a
     /// refused uninitialised read leaves the state as it was).
     #[inline]
-    fn add_true_dependencies(
+    fn add_true_dependencies<'a>(
         &self,
         task: &Task,
-        buffers: &[(BufferId, &Region, &Region)],
+        buffers: impl Iterator<Item = (BufferId, &'a Region, &'a Region)>,
         deps: &mut DepsBuilder,
     ) -> Result<()> {
         for (bid, consumed, _) in buffers {
             if consumed.is_empty() {
                 continue;
             }
-            let buffer = &self.buffers[bid];
+            let buffer = &self.buffers[&bid];
             let mut uninitialized = RegionBuilder::new();
             let graph = &self.graph;
             buffer
@@ -578,7 +578,7 @@ impl TaskManager {
                 });
             if !uninitialized.is_empty() && self.config.uninitialized_read != ErrorPolicy::Ignore {
                 let message =
-                    self.uninitialized_read_message(task, *bid, uninitialized.into_region());
+                    self.uninitialized_read_message(task, bid, uninitialized.into_region());
                 if self.config.uninitialized_read == ErrorPolicy::Error {
                     return Err(Error::new(ErrorKind::AccessPattern, message));
                 }
@@ -591,17 +591,17 @@ impl TaskManager {
     /// Step 2: anti-dependencies on the readers of what is overwritten (or on the previous
     /// writer when nobody read in between); the task becomes the last writer.
     #[inline]
-    fn add_anti_dependencies(
+    fn add_anti_dependencies<'a>(
         &mut self,
         tid: TaskId,
-        buffers: &[(BufferId, &Region, &Region)],
+        buffers: impl Iterator<Item = (BufferId, &'a Region, &'a Region)>,
         deps: &mut DepsBuilder,
     ) {
         for (bid, _, produced) in buffers {
             if produced.is_empty() {
                 continue;
             }
-            let buffer = self.buffers.get_mut(bid).expect("validated buffer");
+            let buffer = self.buffers.get_mut(&bid).expect("validated buffer");
             let mut writers: SmallVec<[TaskId; 4]> = SmallVec::new();
             buffer
                 .last_writers
@@ -611,7 +611,7 @@ impl TaskManager {
                 });
             let produced_bounds = produced.bounding_box();
             for w in writers {
-                add_anti_dependencies_after(&self.graph, w, *bid, produced, &produced_bounds, deps);
+                add_anti_dependencies_after(&self.graph, w, bid, produced, &produced_bounds, deps);
             }
             buffer.last_writers.update_region(produced, Some(tid));
         }
