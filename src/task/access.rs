@@ -96,8 +96,9 @@ struct BufferRegions {
 #[derive(Debug)]
 pub struct BufferAccessMap {
     task: TaskId,
-    /// The geometry, accesses and per-buffer regions, inline: a task is built in its `Arc`'s
-    /// allocation, which holds everything of the common small task.
+    /// The geometry (the task's: [`Task::geometry`](super::Task::geometry) reads it here),
+    /// accesses and per-buffer regions, inline: a task is built in its `Arc`'s allocation, which
+    /// holds everything of the common small task.
     data: AccessData,
     /// Set once a clamped custom mapper result has been reported for this task.
     clamp_warned: AtomicBool,
@@ -125,14 +126,6 @@ fn unite(into: &mut Region, other: Region) {
     }
 }
 
-/// The geometry of maps without accesses (never evaluated against).
-const DEFAULT_GEOMETRY: TaskGeometry = TaskGeometry {
-    dims: 0,
-    global_size: Range::ONE,
-    global_offset: crate::grid::Id::ZERO,
-    granularity: Range::ONE,
-};
-
 /// Returned for buffers a task does not access.
 static EMPTY_REGION: LazyLock<Region> = LazyLock::new(Region::new);
 
@@ -152,11 +145,11 @@ impl BufferAccessMap {
     }
 
     /// A map without accesses (horizons, epochs, host-object fences, tasks without buffers).
-    pub fn empty(task: TaskId, _geometry: TaskGeometry) -> Self {
+    pub fn empty(task: TaskId, geometry: TaskGeometry) -> Self {
         BufferAccessMap {
             task,
             data: AccessData {
-                geometry: DEFAULT_GEOMETRY,
+                geometry,
                 accesses: SmallVec::new(),
                 buffers: SmallVec::new(),
             },
@@ -173,10 +166,11 @@ impl BufferAccessMap {
         }
     }
 
-    /// Makes a cleared map the (empty) map of task `task`.
+    /// Makes a cleared map the (empty) map of task `task`, of the default geometry.
     pub(crate) fn reset(&mut self, task: TaskId) {
         debug_assert!(self.data.accesses.is_empty() && self.data.buffers.is_empty());
         self.task = task;
+        self.data.geometry = TaskGeometry::default();
         *self.clamp_warned.get_mut() = false;
     }
 
@@ -189,10 +183,10 @@ impl BufferAccessMap {
     /// evaluates every access on the whole iteration space, as [`BufferAccessMap::new`] does.
     pub(crate) fn finish(&mut self, geometry: TaskGeometry) {
         let data = &mut self.data;
+        data.geometry = geometry;
         if data.accesses.is_empty() {
             return;
         }
-        data.geometry = geometry;
         compute_task_regions(self.task, &self.clamp_warned, data);
     }
 
@@ -206,8 +200,7 @@ impl BufferAccessMap {
         &self.data.buffers
     }
 
-    /// The chunk `execution_range` of the task (only asked of maps with accesses: without any
-    /// there is nothing to evaluate it for).
+    /// The chunk `execution_range` of the task.
     fn chunk_of(&self, execution_range: &GridBox) -> Chunk {
         let g = &self.data.geometry;
         Chunk::new(
@@ -225,6 +218,12 @@ impl BufferAccessMap {
 
     fn evaluate_access(&self, i: usize, acc: &BufferAccess, chunk: &Chunk) -> Region {
         evaluate_access(self.task, &self.clamp_warned, i, acc, chunk)
+    }
+
+    /// The iteration space the accesses are evaluated on (the task's geometry).
+    #[inline]
+    pub fn geometry(&self) -> &TaskGeometry {
+        &self.data.geometry
     }
 
     /// The task these accesses belong to.

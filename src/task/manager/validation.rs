@@ -47,7 +47,6 @@ impl TaskManager {
         }
         // every check passed: now the (possibly user-defined) mappers run
         t.access_map.finish(geometry);
-        t.geometry = geometry;
         t.collective_group = collective_group;
         t.hints = cg.hints;
         t.name = cg.name.take().map(String::into_boxed_str);
