@@ -383,15 +383,10 @@ fn compute_task_regions(task: TaskId, clamp_warned: &AtomicBool, data: &mut Acce
     for (i, acc) in data.accesses.iter().enumerate() {
         let (bid, mode) = (acc.bid, acc.mode);
         let region = evaluate_access(task, clamp_warned, i, acc, &whole);
-        let consumed = if mode.is_consumer() {
-            region.clone()
-        } else {
-            Region::new()
-        };
-        let produced = if mode.is_producer() {
-            region
-        } else {
-            Region::new()
+        let (consumed, produced) = match (mode.is_consumer(), mode.is_producer()) {
+            (true, true) => (region.clone(), region),
+            (true, false) => (region, Region::new()),
+            (false, _) => (Region::new(), region),
         };
         match buffers.iter_mut().find(|b| b.bid == bid) {
             Some(entry) => {
