@@ -96,10 +96,10 @@ struct BufferRegions {
 #[derive(Debug)]
 pub struct BufferAccessMap {
     task: TaskId,
-    /// The geometry, accesses and per-buffer regions, boxed so that tasks stay small (they are
-    /// moved into their `Arc` and most of them have no or few accesses); `None` without accesses
-    /// (nothing is ever evaluated against the geometry then).
-    data: Option<Box<AccessData>>,
+    /// The geometry (the task's: [`Task::geometry`](super::Task::geometry) reads it here),
+    /// accesses and per-buffer regions, inline: a task is built in its `Arc`'s allocation, which
+    /// holds everything of the common small task.
+    data: AccessData,
     /// Set once a clamped custom mapper result has been reported for this task.
     clamp_warned: AtomicBool,
 }
@@ -126,14 +126,6 @@ fn unite(into: &mut Region, other: Region) {
     }
 }
 
-/// The geometry of maps without accesses (never evaluated against).
-const DEFAULT_GEOMETRY: TaskGeometry = TaskGeometry {
-    dims: 0,
-    global_size: Range::ONE,
-    global_offset: crate::grid::Id::ZERO,
-    granularity: Range::ONE,
-};
-
 /// Returned for buffers a task does not access.
 static EMPTY_REGION: LazyLock<Region> = LazyLock::new(Region::new);
 
@@ -146,89 +138,71 @@ impl BufferAccessMap {
         accesses: SmallVec<[BufferAccess; 2]>,
         geometry: TaskGeometry,
     ) -> Self {
-        let mut map = BufferAccessMap {
-            task,
-            data: None,
-            clamp_warned: AtomicBool::new(false),
-        };
-        if !accesses.is_empty() {
-            // the regions are computed in the box: they are large to move
-            let mut data = Box::new(AccessData {
-                geometry,
-                accesses,
-                buffers: SmallVec::new(),
-            });
-            map.compute_task_regions(&mut data);
-            map.data = Some(data);
-        }
+        let mut map = BufferAccessMap::empty(task, geometry);
+        map.data.accesses = accesses;
+        map.finish(geometry);
         map
     }
 
     /// A map without accesses (horizons, epochs, host-object fences, tasks without buffers).
-    pub fn empty(task: TaskId, _geometry: TaskGeometry) -> Self {
+    pub fn empty(task: TaskId, geometry: TaskGeometry) -> Self {
         BufferAccessMap {
             task,
-            data: None,
+            data: AccessData {
+                geometry,
+                accesses: SmallVec::new(),
+                buffers: SmallVec::new(),
+            },
             clamp_warned: AtomicBool::new(false),
         }
     }
 
-    /// Fills `buffers`: per buffer, the union of its consuming and of its producing accesses.
-    fn compute_task_regions(&self, data: &mut AccessData) {
-        let g = &data.geometry;
-        let whole = Chunk::new(g.dims, g.global_offset, g.global_size, g.global_size);
-        let buffers = &mut data.buffers;
-        for (i, acc) in data.accesses.iter().enumerate() {
-            let (bid, mode) = (acc.bid, acc.mode);
-            let region = self.evaluate_access(i, acc, &whole);
-            let consumed = if mode.is_consumer() {
-                region.clone()
-            } else {
-                Region::new()
-            };
-            let produced = if mode.is_producer() {
-                region
-            } else {
-                Region::new()
-            };
-            match buffers.iter_mut().find(|b| b.bid == bid) {
-                Some(entry) => {
-                    // a second access to the buffer (a read and a write of one buffer, as in
-                    // stencils and gathers): unite, moving instead of copying where one side
-                    // holds everything
-                    unite(&mut entry.consumed, consumed);
-                    unite(&mut entry.produced, produced);
-                }
-                None => buffers.push(BufferRegions {
-                    bid,
-                    consumed,
-                    produced,
-                    consumed_bounds: GridBox::EMPTY,
-                }),
-            }
+    /// Drops the accesses (with their range mappers) and regions of a pruned task's map, keeping
+    /// their storage for the next task built in the same allocation.
+    pub(crate) fn clear(&mut self) {
+        if !self.data.accesses.is_empty() {
+            self.data.accesses.clear();
+            self.data.buffers.clear();
         }
-        for b in buffers.iter_mut() {
-            b.consumed_bounds = b.consumed.bounding_box();
+    }
+
+    /// Makes a cleared map the (empty) map of task `task`, of the default geometry.
+    pub(crate) fn reset(&mut self, task: TaskId) {
+        debug_assert!(self.data.accesses.is_empty() && self.data.buffers.is_empty());
+        self.task = task;
+        self.data.geometry = TaskGeometry::default();
+        *self.clamp_warned.get_mut() = false;
+    }
+
+    /// Appends an access to a map built in place; [`BufferAccessMap::finish`] completes it.
+    pub(crate) fn push(&mut self, access: BufferAccess) {
+        self.data.accesses.push(access);
+    }
+
+    /// Completes a map built with [`BufferAccessMap::push`]: sets the task's geometry and
+    /// evaluates every access on the whole iteration space, as [`BufferAccessMap::new`] does.
+    pub(crate) fn finish(&mut self, geometry: TaskGeometry) {
+        let data = &mut self.data;
+        data.geometry = geometry;
+        if data.accesses.is_empty() {
+            return;
         }
+        compute_task_regions(self.task, &self.clamp_warned, data);
     }
 
     #[inline]
     fn accesses_slice(&self) -> &[BufferAccess] {
-        self.data.as_deref().map_or(&[], |d| &d.accesses)
+        &self.data.accesses
     }
 
     #[inline]
     fn buffers_slice(&self) -> &[BufferRegions] {
-        self.data.as_deref().map_or(&[], |d| &d.buffers)
+        &self.data.buffers
     }
 
-    /// The chunk `execution_range` of the task (only asked of maps with accesses: without any
-    /// there is nothing to evaluate it for).
+    /// The chunk `execution_range` of the task.
     fn chunk_of(&self, execution_range: &GridBox) -> Chunk {
-        let g = self
-            .data
-            .as_deref()
-            .map_or(&DEFAULT_GEOMETRY, |d| &d.geometry);
+        let g = &self.data.geometry;
         Chunk::new(
             g.dims,
             execution_range.min(),
@@ -243,22 +217,13 @@ impl BufferAccessMap {
     }
 
     fn evaluate_access(&self, i: usize, acc: &BufferAccess, chunk: &Chunk) -> Region {
-        let Mapped {
-            region,
-            clamped_from,
-        } = acc.mapper.map(chunk, acc.buffer_dims, acc.buffer_range);
-        let first_clamp = clamped_from.filter(|_| !self.clamp_warned.swap(true, Ordering::Relaxed));
-        if let Some(raw) = first_clamp {
-            let dims = acc.buffer_dims;
-            tracing::warn!(
-                "{}: custom range mapper of access #{i} returned {} outside buffer {} range {}; clamped to the buffer",
-                self.task,
-                fmt_box_dims(&saturating_box(raw), dims),
-                acc.bid,
-                fmt_box_dims(&GridBox::full_range(acc.buffer_range), dims),
-            );
-        }
-        region
+        evaluate_access(self.task, &self.clamp_warned, i, acc, chunk)
+    }
+
+    /// The iteration space the accesses are evaluated on (the task's geometry).
+    #[inline]
+    pub fn geometry(&self) -> &TaskGeometry {
+        &self.data.geometry
     }
 
     /// The task these accesses belong to.
@@ -290,6 +255,16 @@ impl BufferAccessMap {
     /// True if some access targets `bid`.
     pub fn accesses_buffer(&self, bid: BufferId) -> bool {
         self.buffers_slice().iter().any(|b| b.bid == bid)
+    }
+
+    /// Per accessed buffer, each once in order of first access: its task-level consumed and
+    /// produced regions.
+    pub(crate) fn task_regions(
+        &self,
+    ) -> impl Iterator<Item = (BufferId, &Region, &Region)> + Clone + '_ {
+        self.buffers_slice()
+            .iter()
+            .map(|b| (b.bid, &b.consumed, &b.produced))
     }
 
     fn regions_of(&self, bid: BufferId) -> Option<&BufferRegions> {
@@ -371,5 +346,65 @@ impl BufferAccessMap {
             .map(|(i, _)| self.evaluate(i, &chunk).bounding_box())
             .filter(|b| !b.is_empty())
             .collect()
+    }
+}
+
+/// Runs the mapper of access `i` of `task` and reports a clamped custom result once per task.
+fn evaluate_access(
+    task: TaskId,
+    clamp_warned: &AtomicBool,
+    i: usize,
+    acc: &BufferAccess,
+    chunk: &Chunk,
+) -> Region {
+    let Mapped {
+        region,
+        clamped_from,
+    } = acc.mapper.map(chunk, acc.buffer_dims, acc.buffer_range);
+    let first_clamp = clamped_from.filter(|_| !clamp_warned.swap(true, Ordering::Relaxed));
+    if let Some(raw) = first_clamp {
+        let dims = acc.buffer_dims;
+        tracing::warn!(
+            "{}: custom range mapper of access #{i} returned {} outside buffer {} range {}; clamped to the buffer",
+            task,
+            fmt_box_dims(&saturating_box(raw), dims),
+            acc.bid,
+            fmt_box_dims(&GridBox::full_range(acc.buffer_range), dims),
+        );
+    }
+    region
+}
+
+/// Fills `data.buffers`: per buffer, the union of its consuming and of its producing accesses.
+fn compute_task_regions(task: TaskId, clamp_warned: &AtomicBool, data: &mut AccessData) {
+    let g = &data.geometry;
+    let whole = Chunk::new(g.dims, g.global_offset, g.global_size, g.global_size);
+    let buffers = &mut data.buffers;
+    for (i, acc) in data.accesses.iter().enumerate() {
+        let (bid, mode) = (acc.bid, acc.mode);
+        let region = evaluate_access(task, clamp_warned, i, acc, &whole);
+        let (consumed, produced) = match (mode.is_consumer(), mode.is_producer()) {
+            (true, true) => (region.clone(), region),
+            (true, false) => (region, Region::new()),
+            (false, _) => (Region::new(), region),
+        };
+        match buffers.iter_mut().find(|b| b.bid == bid) {
+            Some(entry) => {
+                // a second access to the buffer (a read and a write of one buffer, as in
+                // stencils and gathers): unite, moving instead of copying where one side
+                // holds everything
+                unite(&mut entry.consumed, consumed);
+                unite(&mut entry.produced, produced);
+            }
+            None => buffers.push(BufferRegions {
+                bid,
+                consumed,
+                produced,
+                consumed_bounds: GridBox::EMPTY,
+            }),
+        }
+    }
+    for b in buffers.iter_mut() {
+        b.consumed_bounds = b.consumed.bounding_box();
     }
 }

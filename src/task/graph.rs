@@ -6,16 +6,19 @@
 //! reached. Dependents only ever point forward, so pruning never leaves a dangling forward edge.
 //!
 //! Beside each task its node keeps its critical path length, which the task manager asks of
-//! every dependee of every new task (the node, not the task behind its `Arc`). Pruned tasks that nobody else holds leave their allocation to
-//! the next tasks (a small pool), which spares a `malloc`/`free` pair per task in a steady
-//! stream of tasks and horizons.
+//! every dependee of every new task (the node, not the task behind its `Arc`). Pruned tasks that
+//! nobody else holds leave their allocation to the next tasks (a small pool), which spares a
+//! `malloc`/`free` pair per task in a steady stream of tasks and horizons; a reused task keeps
+//! the storage of its lists (accesses and dependencies that outgrew their inline space). New
+//! tasks are built in their allocation ([`TaskGraph::allocate`] hands out a bare task), never
+//! moved into it.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::task::Task;
+use super::task::{Task, TaskType};
 use crate::types::TaskId;
 
 struct Node {
@@ -78,14 +81,27 @@ impl TaskGraph {
         self.index(tid).map(|i| self.nodes[i].critical_path_length)
     }
 
-    /// Moves a new task into an `Arc`, reusing the allocation of a pruned task if one is spare.
-    pub(crate) fn allocate(&mut self, task: Task) -> Arc<Task> {
+    /// A bare task `tid` of type `ty` (see [`Task::bare`]) in an allocation of its own, for the
+    /// caller to fill in place: a pruned task's, reset, if one is spare.
+    pub(crate) fn allocate(&mut self, tid: TaskId, ty: TaskType) -> Arc<Task> {
         match self.spare.pop() {
             Some(mut arc) => {
-                *Arc::get_mut(&mut arc).expect("a spare task is not shared") = task;
+                Arc::get_mut(&mut arc)
+                    .expect("a spare task is not shared")
+                    .reset(tid, ty);
                 arc
             }
-            None => Arc::new(task),
+            None => Arc::new(Task::bare(tid, ty, None)),
+        }
+    }
+
+    /// Takes back the allocation of a task that was refused before it was registered.
+    pub(crate) fn recycle(&mut self, mut task: Arc<Task>) {
+        if self.spare.len() < SPARE_TASKS
+            && let Some(t) = Arc::get_mut(&mut task)
+        {
+            t.release_user_data();
+            self.spare.push(task);
         }
     }
 

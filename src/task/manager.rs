@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::access::{BufferAccess, BufferAccessMap};
+use super::access::BufferAccess;
 use super::command_group::{CommandGroup, TaskSpec};
 use super::graph::TaskGraph;
 use super::range_mapper::{BufferLabel, RangeMapper, fmt_box_dims};
@@ -181,9 +181,10 @@ impl TaskManager {
             num_user_epochs: 0,
             shut_down: false,
         };
-        let mut init = Task::bare(TaskId::INIT_EPOCH, TaskType::Epoch, None);
-        init.epoch_action = Some(EpochAction::Init);
-        let init = tm.graph.allocate(init);
+        let mut init = tm.graph.allocate(TaskId::INIT_EPOCH, TaskType::Epoch);
+        Arc::get_mut(&mut init)
+            .expect("a new task is not shared yet")
+            .epoch_action = Some(EpochAction::Init);
         tm.register(init, DepsBuilder::new());
         tm
     }
@@ -349,15 +350,13 @@ impl TaskManager {
     pub fn submit_then(
         &mut self,
         spec: TaskSpec,
-        cg: CommandGroup,
+        mut cg: CommandGroup,
         validated: impl FnOnce(&Task),
     ) -> Result<TaskId> {
         self.check_running("submit")?;
         let tid = TaskId(self.next_tid);
-        let task = self.build_command_group_task(tid, spec, cg)?;
-        let deps = self.compute_dependencies(&task)?;
-        validated(&task);
-        self.register(task, deps);
+        let task = self.build_command_group_task(tid, spec, &mut cg)?;
+        self.add_task(task, validated)?;
         self.num_user_command_groups += 1;
         if self.need_new_horizon() {
             self.generate_horizon();
@@ -375,10 +374,13 @@ impl TaskManager {
             ));
         }
         let tid = TaskId(self.next_tid);
-        let mut epoch = Task::bare(tid, TaskType::Epoch, payload);
-        epoch.epoch_action = Some(action);
         let deps = self.front_dependencies();
-        let epoch = self.graph.allocate(epoch);
+        let mut epoch = self.graph.allocate(tid, TaskType::Epoch);
+        {
+            let t = Arc::get_mut(&mut epoch).expect("a new task is not shared yet");
+            t.epoch_action = Some(action);
+            t.payload = payload;
+        }
         self.register(epoch, deps);
         if action == EpochAction::Shutdown {
             // nothing reads the tracking state after the last task: skip its compaction
@@ -418,7 +420,11 @@ impl TaskManager {
             Some(sr) => RangeMapper::Fixed(sr),
             None => RangeMapper::All,
         };
-        mapper.validate_for_buffer(self.buffer_label(bid), buffer.dims, buffer.range)?;
+        let label = BufferLabel {
+            id: bid,
+            name: buffer.name.as_deref(),
+        };
+        mapper.validate_for_buffer(label, buffer.dims, buffer.range)?;
         let access = BufferAccess {
             bid,
             mode: super::AccessMode::Read,
@@ -427,13 +433,14 @@ impl TaskManager {
             buffer_range: buffer.range,
         };
         let tid = TaskId(self.next_tid);
-        let mut fence = Task::bare(tid, TaskType::Fence, payload);
-        fence.access_map =
-            BufferAccessMap::new(tid, smallvec::smallvec![access], TaskGeometry::default());
-        let deps = self.compute_dependencies(&fence)?;
-        let fence = self.graph.allocate(fence);
-        self.register(fence, deps);
-        Ok(tid)
+        let mut fence = self.graph.allocate(tid, TaskType::Fence);
+        {
+            let t = Arc::get_mut(&mut fence).expect("a new task is not shared yet");
+            t.access_map.push(access);
+            t.access_map.finish(TaskGeometry::default());
+            t.payload = payload;
+        }
+        self.add_task(fence, |_| {})
     }
 
     /// Creates a fence that waits for every side effect on a host object submitted before it.
@@ -445,12 +452,13 @@ impl TaskManager {
         self.check_running("fence")?;
         self.check_host_object("fence", hoid)?;
         let tid = TaskId(self.next_tid);
-        let mut fence = Task::bare(tid, TaskType::Fence, payload);
-        fence.side_effects.push(hoid);
-        let deps = self.compute_dependencies(&fence)?;
-        let fence = self.graph.allocate(fence);
-        self.register(fence, deps);
-        Ok(tid)
+        let mut fence = self.graph.allocate(tid, TaskType::Fence);
+        {
+            let t = Arc::get_mut(&mut fence).expect("a new task is not shared yet");
+            t.side_effects.push(hoid);
+            t.payload = payload;
+        }
+        self.add_task(fence, |_| {})
     }
 
     /// Frees every live task older than `epoch`, an epoch or horizon the executor has reached
@@ -489,6 +497,22 @@ impl TaskManager {
         }
     }
 
+    /// Computes the dependencies of the new task `task`, calls `validated` and registers it. A
+    /// refused task (an uninitialised read) leaves its allocation to the next one.
+    fn add_task(&mut self, task: Arc<Task>, validated: impl FnOnce(&Task)) -> Result<TaskId> {
+        let deps = match self.compute_dependencies(&task) {
+            Ok(deps) => deps,
+            Err(e) => {
+                self.graph.recycle(task);
+                return Err(e);
+            }
+        };
+        validated(&task);
+        let tid = task.id;
+        self.register(task, deps);
+        Ok(tid)
+    }
+
     /// Computes the dependencies of a new task (data flow, side effects, collective groups,
     /// epoch anchoring) and updates the tracking state. All checks that can fail run before the
     /// first change.
@@ -497,28 +521,23 @@ impl TaskManager {
         let mut deps = DepsBuilder::new();
 
         // buffers with their task-level regions, reductions included
-        let (scalar, nothing) = (Region::from_box(SCALAR_BOX), Region::new());
-        let mut buffers: SmallVec<[(BufferId, &Region, &Region); 4]> = bam
-            .accessed_buffers()
-            .map(|bid| {
-                (
-                    bid,
-                    bam.task_consumed_region(bid),
-                    bam.task_produced_region(bid),
-                )
-            })
-            .collect();
-        for red in &task.reductions {
+        let (scalar, nothing) = if task.reductions.is_empty() {
+            (Region::new(), Region::new())
+        } else {
+            (Region::from_box(SCALAR_BOX), Region::new())
+        };
+        let reductions = task.reductions.iter().map(|red| {
             let consumed = if red.init_from_buffer {
                 &scalar
             } else {
                 &nothing
             };
-            buffers.push((red.bid, consumed, &scalar));
-        }
+            (red.bid, consumed, &scalar)
+        });
+        let buffers = bam.task_regions().chain(reductions);
 
-        self.add_true_dependencies(task, &buffers, &mut deps)?;
-        self.add_anti_dependencies(tid, &buffers, &mut deps);
+        self.add_true_dependencies(task, buffers.clone(), &mut deps)?;
+        self.add_anti_dependencies(tid, buffers, &mut deps);
         self.add_serialization_dependencies(task, &mut deps);
 
         // 5. anchor on the current epoch
@@ -536,17 +555,17 @@ impl TaskManager {
     /// Step 1: true dependencies on the last writers of what is consumed (no changes yet, so a
     /// refused uninitialised read leaves the state as it was).
     #[inline]
-    fn add_true_dependencies(
+    fn add_true_dependencies<'a>(
         &self,
         task: &Task,
-        buffers: &[(BufferId, &Region, &Region)],
+        buffers: impl Iterator<Item = (BufferId, &'a Region, &'a Region)>,
         deps: &mut DepsBuilder,
     ) -> Result<()> {
         for (bid, consumed, _) in buffers {
             if consumed.is_empty() {
                 continue;
             }
-            let buffer = &self.buffers[bid];
+            let buffer = &self.buffers[&bid];
             let mut uninitialized = RegionBuilder::new();
             let graph = &self.graph;
             buffer
@@ -559,7 +578,7 @@ impl TaskManager {
                 });
             if !uninitialized.is_empty() && self.config.uninitialized_read != ErrorPolicy::Ignore {
                 let message =
-                    self.uninitialized_read_message(task, *bid, uninitialized.into_region());
+                    self.uninitialized_read_message(task, bid, uninitialized.into_region());
                 if self.config.uninitialized_read == ErrorPolicy::Error {
                     return Err(Error::new(ErrorKind::AccessPattern, message));
                 }
@@ -572,17 +591,17 @@ impl TaskManager {
     /// Step 2: anti-dependencies on the readers of what is overwritten (or on the previous
     /// writer when nobody read in between); the task becomes the last writer.
     #[inline]
-    fn add_anti_dependencies(
+    fn add_anti_dependencies<'a>(
         &mut self,
         tid: TaskId,
-        buffers: &[(BufferId, &Region, &Region)],
+        buffers: impl Iterator<Item = (BufferId, &'a Region, &'a Region)>,
         deps: &mut DepsBuilder,
     ) {
         for (bid, _, produced) in buffers {
             if produced.is_empty() {
                 continue;
             }
-            let buffer = self.buffers.get_mut(bid).expect("validated buffer");
+            let buffer = self.buffers.get_mut(&bid).expect("validated buffer");
             let mut writers: SmallVec<[TaskId; 4]> = SmallVec::new();
             buffer
                 .last_writers
@@ -592,7 +611,7 @@ impl TaskManager {
                 });
             let produced_bounds = produced.bounding_box();
             for w in writers {
-                add_anti_dependencies_after(&self.graph, w, *bid, produced, &produced_bounds, deps);
+                add_anti_dependencies_after(&self.graph, w, bid, produced, &produced_bounds, deps);
             }
             buffer.last_writers.update_region(produced, Some(tid));
         }
@@ -720,9 +739,7 @@ impl TaskManager {
         self.current_horizon_critical_path_length = self.max_critical_path_length;
         let previous = self.current_horizon.replace(tid);
         let deps = self.front_dependencies();
-        let horizon = self
-            .graph
-            .allocate(Task::bare(tid, TaskType::Horizon, None));
+        let horizon = self.graph.allocate(tid, TaskType::Horizon);
         self.register(horizon, deps);
         if let Some(previous) = previous {
             self.set_epoch_for_new_tasks(previous);

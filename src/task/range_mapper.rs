@@ -294,9 +294,16 @@ impl RangeMapper {
                 let interior = chunk.as_box();
                 let mut builder = RegionBuilder::new();
                 if !interior.is_empty() {
-                    builder.add_box(interior.intersection(&full));
+                    let core = interior.intersection(&full);
+                    builder.add_box(core);
+                    // an arm the buffer clamps back to the core (a chunk spanning the buffer
+                    // along `d`) adds nothing: regions are canonical, so leaving it out builds
+                    // the same region without normalising duplicates
                     for d in (0..3).filter(|&d| n[d] > 0) {
-                        builder.add_box(grow_along(&interior, d, n[d]).intersection(&full));
+                        let arm = grow_along(&interior, d, n[d]).intersection(&full);
+                        if arm != core {
+                            builder.add_box(arm);
+                        }
                     }
                 }
                 builder.into_region()

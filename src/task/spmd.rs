@@ -30,7 +30,7 @@ pub fn digest(task: &Task) -> TaskDigest {
         let _ = write!(d, " {action:?}");
     }
     if !matches!(task.ty, TaskType::Horizon | TaskType::Epoch) {
-        let g = &task.geometry;
+        let g = task.geometry();
         let _ = write!(
             d,
             " {}-D range {:?} offset {:?}",

@@ -174,7 +174,6 @@ pub struct Task {
     pub(crate) ty: TaskType,
     pub(crate) epoch_action: Option<EpochAction>,
     pub(crate) collective_group: CollectiveGroupId,
-    pub(crate) geometry: TaskGeometry,
     pub(crate) access_map: BufferAccessMap,
     pub(crate) side_effects: SmallVec<[HostObjectId; 2]>,
     pub(crate) reductions: SmallVec<[ReductionInfo; 1]>,
@@ -191,7 +190,7 @@ impl fmt::Debug for Task {
             .field("id", &self.id)
             .field("type", &self.ty)
             .field("name", &self.name)
-            .field("geometry", &self.geometry)
+            .field("geometry", self.geometry())
             .field("dependencies", &self.dependencies)
             .finish_non_exhaustive()
     }
@@ -205,7 +204,6 @@ impl Task {
             ty,
             epoch_action: None,
             collective_group: CollectiveGroupId::NONE,
-            geometry: TaskGeometry::default(),
             access_map: BufferAccessMap::empty(id, TaskGeometry::default()),
             side_effects: SmallVec::new(),
             reductions: SmallVec::new(),
@@ -221,7 +219,25 @@ impl Task {
     /// with their range mappers) from a pruned task whose allocation waits for reuse.
     pub(crate) fn release_user_data(&mut self) {
         self.payload = None;
-        self.access_map = BufferAccessMap::empty(self.id, TaskGeometry::default());
+        self.access_map.clear();
+    }
+
+    /// Turns a task whose user data was released ([`Task::release_user_data`]) into
+    /// [`Task::bare`]`(id, ty, None)` in place, keeping the storage of its lists (accesses,
+    /// dependencies) for the new task.
+    pub(crate) fn reset(&mut self, id: TaskId, ty: TaskType) {
+        self.id = id;
+        self.ty = ty;
+        self.epoch_action = None;
+        self.collective_group = CollectiveGroupId::NONE;
+        self.access_map.reset(id);
+        self.side_effects.clear();
+        self.reductions.clear();
+        self.hints = Hints::default();
+        self.name = None;
+        self.dependencies.clear();
+        self.critical_path_length = 0;
+        debug_assert!(self.payload.is_none());
     }
 
     /// The task's id.
@@ -251,7 +267,7 @@ impl Task {
     /// The iteration space.
     #[inline]
     pub fn geometry(&self) -> &TaskGeometry {
-        &self.geometry
+        self.access_map.geometry()
     }
 
     /// The buffer accesses.

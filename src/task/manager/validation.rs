@@ -10,21 +10,24 @@ use smallvec::SmallVec;
 use super::TaskManager;
 use crate::error::{Error, Result};
 use crate::grid::{Id, Range};
-use crate::task::access::{AccessMode, BufferAccess, BufferAccessMap};
+use crate::task::access::{AccessMode, BufferAccess};
 use crate::task::command_group::{CommandGroup, ReductionRequest, TaskSpec};
 use crate::task::geometry::TaskGeometry;
-use crate::task::range_mapper::RangeMapper;
-use crate::task::task::{Dependencies, ReductionInfo, Task, TaskType};
+use crate::task::range_mapper::{BufferLabel, RangeMapper};
+use crate::task::task::{ReductionInfo, Task, TaskType};
 use crate::types::{BufferId, CollectiveGroupId, HostObjectId, TaskId};
 
 impl TaskManager {
     /// Validates a command group and turns it into a task without dependencies: the task's
     /// type and geometry from its spec, then its hints, side effects, accesses and reductions.
+    /// The task is built in its final allocation; a refused one leaves it to the next task.
+    /// What the task takes over is moved out of `cg` (not the whole group: it is large).
+    #[inline]
     pub(super) fn build_command_group_task(
         &mut self,
         tid: TaskId,
         spec: TaskSpec,
-        cg: CommandGroup,
+        cg: &mut CommandGroup,
     ) -> Result<Arc<Task>> {
         let (ty, mut geometry, collective_group) = self.task_shape(spec)?;
         let variable_split = matches!(ty, TaskType::DeviceCompute | TaskType::HostCompute);
@@ -32,24 +35,23 @@ impl TaskManager {
             geometry.granularity = checked_granularity(g, &geometry, variable_split)?;
         }
         CommandGroup::check_oversubscribe(cg.hints.oversubscribe)?;
-        let side_effects = self.checked_side_effects(ty, &cg.side_effects)?;
-        let accesses = self.checked_accesses(&geometry, cg.accesses)?;
-        let reductions = self.checked_reductions(ty, variable_split, &cg.reductions, &accesses)?;
-        Ok(self.graph.allocate(Task {
-            id: tid,
-            ty,
-            epoch_action: None,
-            collective_group,
-            geometry,
-            access_map: BufferAccessMap::new(tid, accesses, geometry),
-            side_effects,
-            reductions,
-            hints: cg.hints,
-            name: cg.name.map(String::into_boxed_str),
-            payload: cg.payload,
-            dependencies: Dependencies::new(),
-            critical_path_length: 0,
-        }))
+        let mut task = self.graph.allocate(tid, ty);
+        let t = Arc::get_mut(&mut task).expect("a new task is not shared yet");
+        let checked = self
+            .check_side_effects(t, &cg.side_effects)
+            .and_then(|()| self.check_accesses(t, &geometry, &mut cg.accesses))
+            .and_then(|()| self.check_reductions(t, variable_split, &cg.reductions));
+        if let Err(e) = checked {
+            self.graph.recycle(task);
+            return Err(e);
+        }
+        // every check passed: now the (possibly user-defined) mappers run
+        t.access_map.finish(geometry);
+        t.collective_group = collective_group;
+        t.hints = cg.hints;
+        t.name = cg.name.take().map(String::into_boxed_str);
+        t.payload = cg.payload.take();
+        Ok(task)
     }
 
     /// The type, geometry and collective group a spec asks for.
@@ -102,43 +104,37 @@ impl TaskManager {
 
     /// The host objects of the side effects, each once; device kernels have none.
     #[inline]
-    fn checked_side_effects(
-        &self,
-        ty: TaskType,
-        requested: &[HostObjectId],
-    ) -> Result<SmallVec<[HostObjectId; 2]>> {
-        let mut side_effects: SmallVec<[HostObjectId; 2]> = SmallVec::new();
+    fn check_side_effects(&self, t: &mut Task, requested: &[HostObjectId]) -> Result<()> {
         for &hoid in requested {
-            if ty == TaskType::DeviceCompute {
+            if t.ty == TaskType::DeviceCompute {
                 return Err(Error::invalid_argument(format!(
                     "side_effect: {hoid} in a device kernel (side effects need a host task)"
                 )));
             }
             self.check_host_object("side_effect", hoid)?;
-            if !side_effects.contains(&hoid) {
-                side_effects.push(hoid);
+            if !t.side_effects.contains(&hoid) {
+                t.side_effects.push(hoid);
             }
         }
-        Ok(side_effects)
+        Ok(())
     }
 
     /// The accesses with their buffers' shapes, each mapper checked against its buffer.
     #[inline]
-    fn checked_accesses(
+    fn check_accesses(
         &self,
+        t: &mut Task,
         geometry: &TaskGeometry,
-        requested: SmallVec<[(BufferId, AccessMode, RangeMapper); 2]>,
-    ) -> Result<SmallVec<[BufferAccess; 2]>> {
-        let mut accesses: SmallVec<[BufferAccess; 2]> = SmallVec::with_capacity(requested.len());
-        for (bid, mode, mapper) in requested {
+        requested: &mut SmallVec<[(BufferId, AccessMode, RangeMapper); 2]>,
+    ) -> Result<()> {
+        for (bid, mode, mapper) in requested.drain(..) {
             let buffer = self.buffer("access", bid)?;
-            mapper.validate(
-                geometry.dims,
-                self.buffer_label(bid),
-                buffer.dims,
-                buffer.range,
-            )?;
-            accesses.push(BufferAccess {
+            let label = BufferLabel {
+                id: bid,
+                name: buffer.name.as_deref(),
+            };
+            mapper.validate(geometry.dims, label, buffer.dims, buffer.range)?;
+            t.access_map.push(BufferAccess {
                 bid,
                 mode,
                 mapper,
@@ -146,40 +142,42 @@ impl TaskManager {
                 buffer_range: buffer.range,
             });
         }
-        Ok(accesses)
+        Ok(())
     }
 
     /// The reductions, checked against the task type, their buffers and the group's accesses.
     #[inline]
-    fn checked_reductions(
+    fn check_reductions(
         &self,
-        ty: TaskType,
+        t: &mut Task,
         variable_split: bool,
         requested: &[ReductionRequest],
-        accesses: &[BufferAccess],
-    ) -> Result<SmallVec<[ReductionInfo; 1]>> {
-        let mut reductions: SmallVec<[ReductionInfo; 1]> = SmallVec::new();
+    ) -> Result<()> {
         for red in requested {
             if !variable_split {
                 return Err(Error::invalid_argument(format!(
                     "reduction: a {} cannot reduce (only kernels and distributed host tasks can)",
-                    ty.description()
+                    t.ty.description()
                 )));
             }
             let buffer = self.buffer("reduction", red.bid)?;
+            let label = BufferLabel {
+                id: red.bid,
+                name: buffer.name.as_deref(),
+            };
             CommandGroup::check_reduction(
-                self.buffer_label(red.bid),
+                label,
                 buffer.range.size(),
-                reductions.iter().any(|r| r.bid == red.bid),
-                accesses.iter().any(|a| a.bid == red.bid),
+                t.reductions.iter().any(|r| r.bid == red.bid),
+                t.access_map.accesses().iter().any(|a| a.bid == red.bid),
             )?;
-            reductions.push(ReductionInfo {
+            t.reductions.push(ReductionInfo {
                 rid: red.rid,
                 bid: red.bid,
                 init_from_buffer: !red.initialize_to_identity,
             });
         }
-        Ok(reductions)
+        Ok(())
     }
 }
 
