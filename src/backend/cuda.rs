@@ -191,7 +191,7 @@ pub struct CudaBackend {
     /// Page-locks the runtime's host copies in place (counted in `pool`).
     pinner: Arc<pinned::DriverHostPinner>,
     /// Present while the trace records the submission threads' work.
-    submissions: Option<Arc<SubmissionRecorder>>,
+    submission_recorder: Option<Arc<SubmissionRecorder>>,
     /// `poll`'s list of each stream's oldest recorded event, kept for its capacity.
     poll_scratch: Vec<((usize, usize), Handle<sys::CUevent>)>,
     /// When the executor last queried the streams' events, and when it last submitted work.
@@ -295,7 +295,7 @@ impl CudaBackend {
             pending: Arc::default(),
             live: Arc::default(),
             pinner,
-            submissions: None,
+            submission_recorder: None,
             poll_scratch: Vec::new(),
             last_query: Instant::now(),
             last_submission: std::cell::Cell::new(Instant::now()),
@@ -435,7 +435,7 @@ impl CudaBackend {
             device_state.submissions.clone(),
             self.pending.clone(),
             device_state.spare_events.clone(),
-            self.submissions.clone(),
+            self.submission_recorder.clone(),
         );
         let capturable = capturable && self.kernel_graphs;
         let key = (device.0 as usize, lane);
@@ -733,14 +733,14 @@ impl Backend for CudaBackend {
     }
 
     fn record_submissions(&mut self, epoch: Instant) {
-        self.submissions = Some(Arc::new(SubmissionRecorder {
+        self.submission_recorder = Some(Arc::new(SubmissionRecorder {
             epoch,
             slices: Mutex::new(Vec::new()),
         }));
     }
 
     fn take_submissions(&mut self) -> Vec<SubmissionSlice> {
-        self.submissions
+        self.submission_recorder
             .as_ref()
             .map_or_else(Vec::new, |r| std::mem::take(&mut *r.slices.lock()))
     }
@@ -758,10 +758,14 @@ impl Drop for CudaBackend {
             let _ = device.submitter.submit(move || {
                 make_current(context)?;
                 let streams = lanes.lock().streams.clone();
-                for (lane, lane_submissions) in submissions.lock().iter_mut().enumerate() {
+                let mut submissions = submissions.lock();
+                // A lane's submission state exists only once its stream does.
+                for (lane, (lane_submissions, stream)) in
+                    submissions.iter_mut().zip(streams).enumerate()
+                {
                     let job = Submission {
                         key: (index, lane),
-                        stream: streams[lane],
+                        stream,
                         more_queued: false,
                         capturable: false,
                         pending: &pending,

@@ -95,6 +95,18 @@ impl TaskGraph {
         }
     }
 
+    /// [`Self::allocate`], then `fill` sets the task's fields in place.
+    pub(crate) fn allocate_filled(
+        &mut self,
+        tid: TaskId,
+        ty: TaskType,
+        fill: impl FnOnce(&mut Task),
+    ) -> Arc<Task> {
+        let mut task = self.allocate(tid, ty);
+        fill(Arc::get_mut(&mut task).expect("a new task is not shared yet"));
+        task
+    }
+
     /// Takes back the allocation of a task that was refused before it was registered.
     pub(crate) fn recycle(&mut self, mut task: Arc<Task>) {
         if self.spare.len() < SPARE_TASKS

@@ -181,10 +181,11 @@ impl TaskManager {
             num_user_epochs: 0,
             shut_down: false,
         };
-        let mut init = tm.graph.allocate(TaskId::INIT_EPOCH, TaskType::Epoch);
-        Arc::get_mut(&mut init)
-            .expect("a new task is not shared yet")
-            .epoch_action = Some(EpochAction::Init);
+        let init = tm
+            .graph
+            .allocate_filled(TaskId::INIT_EPOCH, TaskType::Epoch, |t| {
+                t.epoch_action = Some(EpochAction::Init)
+            });
         tm.register(init, DepsBuilder::new());
         tm
     }
@@ -375,12 +376,10 @@ impl TaskManager {
         }
         let tid = TaskId(self.next_tid);
         let deps = self.front_dependencies();
-        let mut epoch = self.graph.allocate(tid, TaskType::Epoch);
-        {
-            let t = Arc::get_mut(&mut epoch).expect("a new task is not shared yet");
+        let epoch = self.graph.allocate_filled(tid, TaskType::Epoch, |t| {
             t.epoch_action = Some(action);
             t.payload = payload;
-        }
+        });
         self.register(epoch, deps);
         if action == EpochAction::Shutdown {
             // nothing reads the tracking state after the last task: skip its compaction
@@ -433,13 +432,11 @@ impl TaskManager {
             buffer_range: buffer.range,
         };
         let tid = TaskId(self.next_tid);
-        let mut fence = self.graph.allocate(tid, TaskType::Fence);
-        {
-            let t = Arc::get_mut(&mut fence).expect("a new task is not shared yet");
+        let fence = self.graph.allocate_filled(tid, TaskType::Fence, |t| {
             t.access_map.push(access);
             t.access_map.finish(TaskGeometry::default());
             t.payload = payload;
-        }
+        });
         self.add_task(fence, |_| {})
     }
 
@@ -452,12 +449,10 @@ impl TaskManager {
         self.check_running("fence")?;
         self.check_host_object("fence", hoid)?;
         let tid = TaskId(self.next_tid);
-        let mut fence = self.graph.allocate(tid, TaskType::Fence);
-        {
-            let t = Arc::get_mut(&mut fence).expect("a new task is not shared yet");
+        let fence = self.graph.allocate_filled(tid, TaskType::Fence, |t| {
             t.side_effects.push(hoid);
             t.payload = payload;
-        }
+        });
         self.add_task(fence, |_| {})
     }
 
@@ -521,10 +516,12 @@ impl TaskManager {
         let mut deps = DepsBuilder::new();
 
         // buffers with their task-level regions, reductions included
-        let (scalar, nothing) = if task.reductions.is_empty() {
-            (Region::new(), Region::new())
+        // (built only for tasks with reductions, which read and write one scalar)
+        let nothing = Region::new();
+        let scalar = if task.reductions.is_empty() {
+            Region::new()
         } else {
-            (Region::from_box(SCALAR_BOX), Region::new())
+            Region::from_box(SCALAR_BOX)
         };
         let reductions = task.reductions.iter().map(|red| {
             let consumed = if red.init_from_buffer {

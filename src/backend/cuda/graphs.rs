@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 
 use cudarc::driver::sys;
+use smallvec::SmallVec;
 
 use super::{Handle, check};
 use crate::error::{Error, ErrorKind, Result};
@@ -33,8 +34,8 @@ pub(super) const MAX_GRAPH_KERNELS: usize = 32;
 /// The graph state of one lane (stream), touched only by its device's submission thread.
 #[derive(Default)]
 pub(super) struct LaneGraphs {
-    /// Kernels captured into the open batch; `None` while the stream is not capturing.
-    open_batch: Option<usize>,
+    /// Whether the lane's stream is capturing a batch.
+    capturing: bool,
     /// Executable graphs by the number of kernels they were instantiated for.
     executables: HashMap<usize, Handle<sys::CUgraphExec>>,
     /// Batches launched so far (tests check that batches formed).
@@ -44,42 +45,34 @@ pub(super) struct LaneGraphs {
 impl LaneGraphs {
     /// Whether a batch is being captured on this lane's stream.
     pub(super) fn is_capturing(&self) -> bool {
-        self.open_batch.is_some()
-    }
-
-    /// Kernels in the open batch (0 without one).
-    pub(super) fn batch_len(&self) -> usize {
-        self.open_batch.unwrap_or(0)
+        self.capturing
     }
 
     /// Starts capturing `stream`. The capture is relaxed: it does not forbid the submission
     /// thread's own driver calls for other streams (copies, event records) meanwhile.
     pub(super) fn begin(&mut self, stream: Handle<sys::CUstream>) -> Result<()> {
-        debug_assert!(self.open_batch.is_none());
-        // SAFETY: a stream of the current context, not capturing (open_batch is None).
+        debug_assert!(!self.capturing);
+        // SAFETY: a stream of the current context, not capturing.
         check("cuStreamBeginCapture", unsafe {
             sys::cuStreamBeginCapture_v2(
                 stream.0,
                 sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
             )
         })?;
-        self.open_batch = Some(0);
+        self.capturing = true;
         Ok(())
     }
 
-    /// Counts one more kernel captured into the open batch.
-    pub(super) fn captured_one(&mut self) {
-        if let Some(kernels) = &mut self.open_batch {
-            *kernels += 1;
-        }
-    }
-
-    /// Ends the capture of `stream` and launches the batch on it. On error nothing of the batch
-    /// was launched.
-    pub(super) fn end_and_launch(&mut self, stream: Handle<sys::CUstream>) -> Result<()> {
-        let Some(kernels) = self.open_batch.take() else {
+    /// Ends the capture of `stream` and launches the batch of `kernels` submissions on it. On
+    /// error nothing of the batch was launched.
+    pub(super) fn end_and_launch(
+        &mut self,
+        stream: Handle<sys::CUstream>,
+        kernels: usize,
+    ) -> Result<()> {
+        if !std::mem::take(&mut self.capturing) {
             return Ok(());
-        };
+        }
         let mut graph: sys::CUgraph = std::ptr::null_mut();
         // SAFETY: `stream` is capturing (begun by `begin`), on the current context.
         let ended = unsafe { sys::cuStreamEndCapture(stream.0, &mut graph) };
@@ -176,7 +169,9 @@ fn pageable_copy_in(graph: sys::CUgraph) -> Option<String> {
     {
         return None;
     }
-    let mut nodes = vec![std::ptr::null_mut(); count];
+    // Batches hold at most MAX_GRAPH_KERNELS launches: their nodes fit on the stack.
+    let mut nodes: SmallVec<[sys::CUgraphNode; 2 * MAX_GRAPH_KERNELS]> =
+        smallvec::smallvec![std::ptr::null_mut(); count];
     // SAFETY: room for `count` nodes.
     unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count) };
     nodes.truncate(count);

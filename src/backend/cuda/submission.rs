@@ -5,7 +5,6 @@
 //!
 //! [`graphs`]: super::graphs
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
 use cudarc::driver::{result, sys};
@@ -77,10 +76,9 @@ impl LaneSubmissions {
         }
         if self.graphs.is_capturing() {
             let launched = enqueue(job.stream);
-            self.graphs.captured_one();
             let failed = launched.is_err();
             self.batch.push((completer, launched.err()));
-            if failed || !job.more_queued || self.graphs.batch_len() >= MAX_GRAPH_KERNELS {
+            if failed || !job.more_queued || self.batch.len() >= MAX_GRAPH_KERNELS {
                 self.launch_batch(job, !job.more_queued);
             }
             return;
@@ -88,7 +86,7 @@ impl LaneSubmissions {
         let record = !job.more_queued || self.unrecorded + 1 >= MAX_UNRECORDED;
         match enqueue(job.stream).and_then(|()| record.then(|| self.record(job)).transpose()) {
             Ok(event) => {
-                push(job, [(event, Some(completer))]);
+                push(job, (event, Some(completer)));
                 self.unrecorded = if record { 0 } else { self.unrecorded + 1 };
             }
             Err(error) => {
@@ -96,7 +94,7 @@ impl LaneSubmissions {
                 // Earlier submissions of this lane still need an event to complete by.
                 if record && self.unrecorded > 0 {
                     if let Ok(carrier) = self.record(job) {
-                        push(job, [(Some(carrier), None)]);
+                        push(job, (Some(carrier), None));
                         self.unrecorded = 0;
                     }
                 }
@@ -107,38 +105,32 @@ impl LaneSubmissions {
     /// Launches the open batch as one graph; `record`: follow it with an event. A batch that
     /// cannot be launched fails all its submissions.
     fn launch_batch(&mut self, job: &Submission, record: bool) {
-        let batch = std::mem::take(&mut self.batch);
-        if let Err(error) = self.graphs.end_and_launch(job.stream) {
+        if let Err(error) = self.graphs.end_and_launch(job.stream, self.batch.len()) {
             // The batch's own launcher errors, if any, follow from what failed it.
-            for (completer, _) in batch {
+            for (completer, _) in self.batch.drain(..) {
                 completer.complete(Err(error.clone()));
             }
             return;
         }
-        let mut launched = Vec::with_capacity(batch.len());
-        for (completer, own_error) in batch {
+        let launched = self.batch.iter().filter(|(_, e)| e.is_none()).count();
+        let waiting = self.unrecorded + launched;
+        let record = (record || waiting >= MAX_UNRECORDED) && waiting > 0;
+        let event = if record { self.record(job).ok() } else { None };
+        self.unrecorded = if event.is_some() { 0 } else { waiting };
+        let mut pending = job.pending.lock();
+        let queue = pending.entry(job.key).or_default();
+        for (completer, own_error) in self.batch.drain(..) {
             match own_error {
                 Some(error) => completer.complete(Err(error)),
-                None => launched.push(completer),
+                None => queue.push_back((None, Some(completer))),
             }
         }
-        let record = (record || self.unrecorded + launched.len() >= MAX_UNRECORDED)
-            && self.unrecorded + launched.len() > 0;
-        let event = if record { self.record(job).ok() } else { None };
-        let count = launched.len();
-        let mut entries: VecDeque<PendingEntry> =
-            launched.into_iter().map(|c| (None, Some(c))).collect();
-        match (event, entries.back_mut()) {
-            (Some(event), Some(last)) => last.0 = Some(event),
-            (Some(event), None) => entries.push_back((Some(event), None)),
+        // The event completes the batch's submissions and every unrecorded one before them.
+        match (event, launched) {
+            (Some(event), 0) => queue.push_back((Some(event), None)),
+            (Some(event), _) => queue.back_mut().expect("the batch's entries").0 = Some(event),
             (None, _) => {}
         }
-        self.unrecorded = if event.is_some() {
-            0
-        } else {
-            self.unrecorded + count
-        };
-        push(job, entries);
     }
 
     /// Records an event on the lane's stream (a spare one when there is one).
@@ -165,10 +157,10 @@ impl LaneSubmissions {
     }
 }
 
-fn push(job: &Submission, entries: impl IntoIterator<Item = PendingEntry>) {
+fn push(job: &Submission, entry: PendingEntry) {
     job.pending
         .lock()
         .entry(job.key)
         .or_default()
-        .extend(entries);
+        .push_back(entry);
 }
