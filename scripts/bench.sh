@@ -7,7 +7,9 @@
 #                                          # ours in the same sitting, and the ratio column
 #
 # BINARY is the `benchmarks` executable that ../shared/tools/celerity-anchor/build-celerity-cpp.sh
-# builds (e.g. /work/anchor-build/celerity-build/test/benchmarks). Environment: WARMUP=1 TIME=3
+# builds (e.g. /work/anchor-build/celerity-build/test/benchmarks; that script installs clang-19,
+# ninja-build and libboost-context-dev with apt-get, which only this comparison needs: the
+# project's build, tests and demo do not). Environment: WARMUP=1 TIME=3
 # (criterion seconds per benchmark), BENCHES (a subset of the default list), ROUNDS (side-by-side
 # rounds, default 3), DOC (the file to rewrite). The side-by-side run also takes PAIRS (a subset
 # of tdag handling cdag1 cdag4 cdag16 idag1 idag4 idag16 sched1 sched4), SAMPLES, CRIT_WARMUP,
