@@ -171,81 +171,119 @@ fn tile(i: usize, j: usize, h: usize, w: usize) -> GridBox {
     GridBox::from_arrays([i * TILE, j * TILE, 0], [(i + h) * TILE, (j + w) * TILE, 1])
 }
 
+/// The operations of the `region_map` group, one iteration each, on a map of `side^2` tiles.
+#[derive(Clone, Copy)]
+enum MapOp {
+    /// A 2 x 2-tile query shifted by half a tile: touches 9 entries.
+    Query9,
+    /// One random point.
+    PointQuery,
+    /// Overwrites one entry exactly, then restores it (2 updates).
+    UpdateInPlace,
+    /// A misaligned update splitting 4 entries, then the 4 tiles restored (5 updates, with
+    /// remainder insertion and merging).
+    SplitAndRestore,
+}
+
+const MAP_OPS: [(&str, MapOp); 4] = [
+    ("query_9_entries", MapOp::Query9),
+    ("point_query", MapOp::PointQuery),
+    ("update_in_place_x2", MapOp::UpdateInPlace),
+    ("update_split_and_restore_x5", MapOp::SplitAndRestore),
+];
+
+fn run_map_op(op: MapOp, rm: &mut RegionMap<usize>, side: usize, rng: &mut Lcg) {
+    match op {
+        MapOp::Query9 => {
+            let (i, j) = (rng.below(side - 2), rng.below(side - 2));
+            let q = GridBox::from_arrays(
+                [i * TILE + TILE / 2, j * TILE + TILE / 2, 0],
+                [(i + 2) * TILE + TILE / 2, (j + 2) * TILE + TILE / 2, 1],
+            );
+            let r = rm.get_box_values(&q);
+            debug_assert_eq!(r.len(), 9);
+            black_box(r);
+        }
+        MapOp::PointQuery => {
+            let p = [rng.below(side * TILE), rng.below(side * TILE), 0];
+            black_box(rm.get_point(&p).copied());
+        }
+        MapOp::UpdateInPlace => {
+            let (i, j) = (rng.below(side), rng.below(side));
+            rm.update_box(&tile(i, j, 1, 1), usize::MAX - 1);
+            rm.update_box(&tile(i, j, 1, 1), i * side + j);
+        }
+        MapOp::SplitAndRestore => {
+            let (i, j) = (rng.below(side - 1), rng.below(side - 1));
+            let q = GridBox::from_arrays(
+                [i * TILE + TILE / 2, j * TILE + TILE / 2, 0],
+                [(i + 1) * TILE + TILE / 2, (j + 1) * TILE + TILE / 2, 1],
+            );
+            rm.update_box(&q, usize::MAX - 1);
+            for (a, b) in [(i, j), (i, j + 1), (i + 1, j), (i + 1, j + 1)] {
+                rm.update_box(&tile(a, b, 1, 1), a * side + b);
+            }
+        }
+    }
+}
+
 fn bench_region_map(c: &mut Criterion) {
     let mut g = c.benchmark_group("region_map");
     for side in [10usize, 32, 100, 316] {
         let entries = side * side;
         let mut rm = tiled_map(side);
         let mut rng = Lcg(7);
-        // 2 x 2 tiles, shifted by half a tile: touches 9 entries
-        g.bench_with_input(
-            BenchmarkId::new("query_9_entries", entries),
-            &side,
-            |b, &side| {
-                b.iter(|| {
-                    let (i, j) = (rng.below(side - 2), rng.below(side - 2));
-                    let q = GridBox::from_arrays(
-                        [i * TILE + TILE / 2, j * TILE + TILE / 2, 0],
-                        [(i + 2) * TILE + TILE / 2, (j + 2) * TILE + TILE / 2, 1],
-                    );
-                    let r = rm.get_box_values(&q);
-                    debug_assert_eq!(r.len(), 9);
-                    black_box(r)
-                })
-            },
-        );
-        g.bench_with_input(
-            BenchmarkId::new("point_query", entries),
-            &side,
-            |b, &side| {
-                b.iter(|| {
-                    black_box(
-                        rm.get_point(&[rng.below(side * TILE), rng.below(side * TILE), 0])
-                            .copied(),
-                    )
-                })
-            },
-        );
-        // overwrite one entry exactly, then restore it (2 updates)
-        g.bench_with_input(
-            BenchmarkId::new("update_in_place_x2", entries),
-            &side,
-            |b, &side| {
-                b.iter(|| {
-                    let (i, j) = (rng.below(side), rng.below(side));
-                    rm.update_box(&tile(i, j, 1, 1), usize::MAX - 1);
-                    rm.update_box(&tile(i, j, 1, 1), i * side + j);
-                })
-            },
-        );
-        // a misaligned update splitting 4 entries, then restoring the 4 tiles
-        // (5 updates, with remainder insertion and merging)
-        g.bench_with_input(
-            BenchmarkId::new("update_split_and_restore_x5", entries),
-            &side,
-            |b, &side| {
-                b.iter(|| {
-                    let (i, j) = (rng.below(side - 1), rng.below(side - 1));
-                    let q = GridBox::from_arrays(
-                        [i * TILE + TILE / 2, j * TILE + TILE / 2, 0],
-                        [(i + 1) * TILE + TILE / 2, (j + 1) * TILE + TILE / 2, 1],
-                    );
-                    rm.update_box(&q, usize::MAX - 1);
-                    for (a, b) in [(i, j), (i, j + 1), (i + 1, j), (i + 1, j + 1)] {
-                        rm.update_box(&tile(a, b, 1, 1), a * side + b);
-                    }
-                })
-            },
-        );
+        for (name, op) in MAP_OPS {
+            g.bench_with_input(BenchmarkId::new(name, entries), &side, |b, &side| {
+                b.iter(|| run_map_op(op, &mut rm, side, &mut rng))
+            });
+        }
         assert_eq!(rm.len(), entries, "benchmark must keep the map size steady");
     }
     g.finish();
 }
 
-criterion_group!(
-    benches,
-    bench_normalize,
-    bench_set_operations,
-    bench_region_map
-);
+/// `GRID_RUN="<side> <op> <iterations>"` builds the map of `side^2` tiles and runs one
+/// `region_map` operation (its name, or `build` for the map's construction alone) that often
+/// without criterion, for instruction counts under callgrind: per operation =
+/// (count(n) - count(m)) / (n - m).
+fn direct_run() -> bool {
+    let Ok(spec) = std::env::var("GRID_RUN") else {
+        return false;
+    };
+    let parts: Vec<&str> = spec.split_whitespace().collect();
+    let [side, name, iterations] = parts[..] else {
+        panic!("GRID_RUN=\"<side> <op> <iterations>\"");
+    };
+    let side: usize = side.parse().expect("side");
+    let iterations: usize = iterations.parse().expect("iterations");
+    if name == "build" {
+        for _ in 0..iterations {
+            black_box(tiled_map(side));
+        }
+        return true;
+    }
+    let (_, op) = MAP_OPS
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .expect("unknown op");
+    let mut rm = tiled_map(side);
+    let mut rng = Lcg(7);
+    for _ in 0..iterations {
+        run_map_op(op, &mut rm, side, &mut rng);
+    }
+    assert_eq!(rm.len(), side * side);
+    true
+}
+
+fn bench_grid(c: &mut Criterion) {
+    if direct_run() {
+        std::process::exit(0);
+    }
+    bench_normalize(c);
+    bench_set_operations(c);
+    bench_region_map(c);
+}
+
+criterion_group!(benches, bench_grid);
 criterion_main!(benches);

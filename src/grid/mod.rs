@@ -10,6 +10,7 @@
 //! regions are equal exactly when they cover the same points.
 
 mod connectivity;
+mod entry_index;
 mod grid_box;
 mod normalize;
 mod range;

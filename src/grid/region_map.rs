@@ -4,21 +4,23 @@ use std::fmt;
 
 use smallvec::SmallVec;
 
+use super::entry_index::{EntryIndex, Flat};
 use super::grid_box::GridBox;
 use super::range::Range;
 use super::region::Region;
-use super::rtree::{Node, Orphan, Slot};
+use super::rtree::Orphan;
 
 /// Maps every point of an extent to a value, as disjoint boxes that tile the
 /// extent. Used for last writers, data locations, access fronts and the like.
 ///
 /// Updates merge an entry with equal-valued neighbours that fit together, so a
 /// map overwritten repeatedly with the same value stays small (1-D maps are
-/// always fully coalesced). Entries live in an R-tree: a query costs time in
-/// proportion to the entries it returns, not to the size of the map.
+/// always fully coalesced). A small map keeps its entries in a flat list; a larger one in an
+/// R-tree, where a query costs time in proportion to the entries it returns, not to the size of
+/// the map.
 pub struct RegionMap<T> {
     extent: GridBox,
-    root: Node<T>,
+    entries: EntryIndex<T>,
     len: usize,
     orphans: Vec<Orphan<T>>,
 }
@@ -35,18 +37,12 @@ fn mergeable_along(a: &GridBox, b: &GridBox, d: usize) -> bool {
     })
 }
 
-/// [`RegionMap::merge_partner`] for a map that is a single leaf: one scan of its entries. A
+/// [`RegionMap::merge_partner`] for a map whose entries are a flat list: one scan of them. A
 /// neighbour of matching shape touching face `2d` (low side of `d`) or `2d + 1` (high side) is
 /// the entry the point probe of that face would find, so the first face in order wins, as there.
-fn merge_partner_in_leaf<T: PartialEq>(
-    b: &GridBox,
-    boxes: &[GridBox],
-    slots: &[Slot<T>],
-) -> Option<GridBox> {
-    let value = |i: usize| match &slots[i] {
-        Slot::Value(v) => v,
-        Slot::Node(_) => unreachable!("leaf holds a subtree"),
-    };
+fn merge_partner_in_list<T: PartialEq>(b: &GridBox, flat: &Flat<T>) -> Option<GridBox> {
+    let boxes = &flat.boxes;
+    let value = |i: usize| &flat.values[i];
     let own = value(
         boxes
             .iter()
@@ -85,15 +81,15 @@ impl<T: Clone + PartialEq> RegionMap<T> {
 
     /// A map over an arbitrary box (which may have a non-zero offset).
     pub fn with_box(extent: GridBox, default: T) -> Self {
-        let mut root = Node::new_leaf();
+        let mut entries = EntryIndex::new();
         let mut len = 0;
         if !extent.is_empty() {
-            let _ = root.insert(extent, Slot::Value(default), 0);
+            entries.insert(extent, default);
             len = 1;
         }
         RegionMap {
             extent,
-            root,
+            entries,
             len,
             orphans: Vec::new(),
         }
@@ -117,14 +113,14 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         self.len == 0
     }
 
-    /// Depth of the index (1 for a single leaf node).
+    /// Depth of the index (1 for a flat list, which is one R-tree leaf).
     pub fn depth(&self) -> usize {
-        self.root.depth()
+        self.entries.depth()
     }
 
     /// The value at a point of the extent.
     pub fn get_point(&self, p: &[usize; 3]) -> Option<&T> {
-        self.root.point_query(p).map(|(_, v)| v)
+        self.entries.point_query(p).map(|(_, v)| v)
     }
 
     /// Sets every point of `b` (clamped to the extent) to `value`.
@@ -136,7 +132,7 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         if self.len == 1 && b == self.extent {
             // One entry over the whole extent, all of it updated (a small buffer written whole
             // by one instruction): the value changes in place, no query and no merge.
-            if let Some(v) = self.root.single_value_mut() {
+            if let Some(v) = self.entries.single_value_mut() {
                 *v = value;
                 return;
             }
@@ -145,7 +141,7 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         // An entry of exactly `b` is the only one meeting `b` (entries are disjoint): it takes the
         // value in place during the query, and the tree's shape does not change.
         let mut value = Some(value);
-        self.root.query_mut(&b, &mut |hb, hv| {
+        self.entries.query_mut(&b, &mut |hb, hv| {
             let same = value.as_ref().is_none_or(|v| hv == v);
             if *hb == b && !same {
                 *hv = value.take().expect("one entry is exactly the box");
@@ -185,7 +181,7 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         // Entries inside `b` change in place during the query (the tree's shape stays); entries
         // reaching out of it keep their new value (`Some`) until they are cut, in query order.
         let mut changes: SmallVec<[(GridBox, Option<T>); 4]> = SmallVec::new();
-        self.root.query_mut(&b, &mut |hb, hv| {
+        self.entries.query_mut(&b, &mut |hb, hv| {
             let nv = f(hv);
             if nv != *hv {
                 if b.covers(hb) {
@@ -248,13 +244,13 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         candidates.push(first);
         // the value is copied only for the pieces beyond the first, and moved into the last
         let Some((&last, middle)) = rest.split_last() else {
-            self.root
+            self.entries
                 .shrink_entry(hb, first, |_| ())
                 .expect("entry vanished");
             return true;
         };
         let old = self
-            .root
+            .entries
             .shrink_entry(hb, first, T::clone)
             .expect("entry vanished");
         for &piece in middle {
@@ -295,25 +291,25 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     /// that only look at each value (no allocation).
     #[inline]
     pub fn query_box<'a>(&'a self, b: &GridBox, mut f: impl FnMut(GridBox, &'a T)) {
-        self.root.query(b, &mut |eb, v| f(eb.intersection(b), v));
+        self.entries.query(b, &mut |eb, v| f(eb.intersection(b), v));
     }
 
     /// Like [`RegionMap::query_box`] for every box of a region.
     #[inline]
     pub fn query_region<'a>(&'a self, r: &Region, mut f: impl FnMut(GridBox, &'a T)) {
         for b in r.boxes() {
-            self.root.query(b, &mut |eb, v| f(eb.intersection(b), v));
+            self.entries.query(b, &mut |eb, v| f(eb.intersection(b), v));
         }
     }
 
     fn collect(&self, q: &GridBox, out: &mut Vec<(GridBox, T)>) {
-        self.root
+        self.entries
             .query(q, &mut |b, v| out.push((b.intersection(q), v.clone())));
     }
 
     /// Calls `f` for every stored entry (in unspecified order).
     pub fn for_each(&self, mut f: impl FnMut(&GridBox, &T)) {
-        self.root.for_each(&mut |b, v| f(b, v));
+        self.entries.for_each(&mut |b, v| f(b, v));
     }
 
     /// Replaces every value `v` by `f(v)` and merges the entries that changed
@@ -334,7 +330,7 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     /// value (and its comparison) for every entry.
     pub fn change_values(&mut self, mut f: impl FnMut(&mut T) -> bool) {
         let mut changed: SmallVec<[GridBox; 8]> = SmallVec::new();
-        self.root.for_each_mut(&mut |b, v| {
+        self.entries.for_each_mut(&mut |b, v| {
             if f(v) {
                 changed.push(*b);
             }
@@ -349,62 +345,26 @@ impl<T: Clone + PartialEq> RegionMap<T> {
 
     /// Merges equal-valued neighbours of the whole map at once and rebuilds the index.
     fn rebuild_merged(&mut self) {
-        let root = std::mem::replace(&mut self.root, Node::new_leaf());
+        let old = std::mem::replace(&mut self.entries, EntryIndex::new());
         let mut entries = Vec::with_capacity(self.len);
-        root.into_entries(&mut entries);
+        old.into_entries(&mut entries);
         merge_equal_neighbours(&mut entries);
         self.len = entries.len();
-        self.root = Node::bulk_load(entries);
+        self.entries = EntryIndex::bulk_load(entries);
     }
 
     fn insert_new(&mut self, b: GridBox, value: T) -> GridBox {
-        self.insert_slot(b, Slot::Value(value), 0);
+        self.entries.insert(b, value);
         self.len += 1;
         b
     }
 
-    fn insert_slot(&mut self, b: GridBox, slot: Slot<T>, target: usize) {
-        if let Some(sibling) = self.root.insert(b, slot, target) {
-            let old = std::mem::replace(&mut self.root, Node::new_leaf());
-            self.root = Node::grow(old, sibling);
-        }
-    }
-
     fn erase(&mut self, b: &GridBox) -> T {
-        let mut orphans = std::mem::take(&mut self.orphans);
         let v = self
-            .root
-            .erase(b, &mut orphans)
+            .entries
+            .erase(b, &mut self.orphans)
             .expect("erasing a box that is not an entry");
         self.len -= 1;
-        while let Some(child) = self.root.take_only_child() {
-            self.root = child;
-        }
-        if self.root.height() > 0 && self.root.len() == 0 {
-            self.root = Node::new_leaf();
-        }
-        while let Some(o) = orphans.pop() {
-            if o.height > self.root.height() {
-                // the tree shrank below the orphan's level: re-insert its children
-                let Slot::Node(n) = o.slot else {
-                    unreachable!("value orphan above leaf level")
-                };
-                let n = *n;
-                let h = n.height();
-                let mut items = Vec::new();
-                n.into_items(&mut items);
-                for (bbox, slot) in items {
-                    orphans.push(Orphan {
-                        height: h,
-                        bbox,
-                        slot,
-                    });
-                }
-            } else {
-                self.insert_slot(o.bbox, o.slot, o.height);
-            }
-        }
-        self.orphans = orphans;
         v
     }
 
@@ -450,7 +410,7 @@ impl<T: Clone + PartialEq> RegionMap<T> {
                 // the partner goes, the candidate grows in place over it
                 self.erase(&nb);
                 let merged = b.bounding_box(&nb);
-                let grown = self.root.grow_entry(&b, merged);
+                let grown = self.entries.grow_entry(&b, merged);
                 debug_assert!(grown, "candidate is not an entry");
                 candidates[i] = merged;
                 merged_any = true;
@@ -460,8 +420,8 @@ impl<T: Clone + PartialEq> RegionMap<T> {
 
     /// The equal-valued neighbour entry that `b` (an entry) can merge with, first in face order.
     fn merge_partner(&self, b: &GridBox) -> Option<GridBox> {
-        match self.root.as_leaf() {
-            Some((boxes, slots)) => merge_partner_in_leaf(b, boxes, slots),
+        match self.entries.as_flat() {
+            Some(flat) => merge_partner_in_list(b, flat),
             None => self.merge_partner_by_probes(b),
         }
     }
@@ -487,14 +447,14 @@ impl<T: Clone + PartialEq> RegionMap<T> {
             }
             let partner = probes.iter().find_map(|p| {
                 let (nb, nv) = self
-                    .root
+                    .entries
                     .point_query(p)
                     .expect("map does not tile its extent");
                 if !mergeable_along(b, &nb, d) {
                     return None;
                 }
                 let v = *own.get_or_insert_with(|| {
-                    self.root
+                    self.entries
                         .point_query(b.min_arr())
                         .expect("candidate is not an entry")
                         .1
@@ -508,16 +468,16 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         None
     }
 
-    /// Checks that the leaf scan finds the partner the point probes find, for every entry (tests
+    /// Checks that the list scan finds the partner the point probes find, for every entry (tests
     /// only): the scan must not change which entries merge.
     #[cfg(test)]
     pub(crate) fn check_merge_partner_scan(&self) {
-        let Some((boxes, slots)) = self.root.as_leaf() else {
+        let Some(flat) = self.entries.as_flat() else {
             return;
         };
-        for b in boxes {
+        for b in &flat.boxes {
             assert_eq!(
-                merge_partner_in_leaf(b, boxes, slots),
+                merge_partner_in_list(b, flat),
                 self.merge_partner_by_probes(b),
                 "partner of {b:?}"
             );
@@ -526,7 +486,7 @@ impl<T: Clone + PartialEq> RegionMap<T> {
 
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
-        self.root.check(true);
+        self.entries.check();
         let mut area = 0usize;
         let mut count = 0;
         self.for_each(|b, _| {
@@ -589,7 +549,7 @@ impl<T: Clone> Clone for RegionMap<T> {
     fn clone(&self) -> Self {
         RegionMap {
             extent: self.extent,
-            root: self.root.clone(),
+            entries: self.entries.clone(),
             len: self.len,
             orphans: Vec::new(),
         }

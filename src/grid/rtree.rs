@@ -1,4 +1,5 @@
-//! The spatial index behind [`RegionMap`](super::RegionMap): an R-tree with 2
+//! The spatial index behind a [`RegionMap`](super::RegionMap) that outgrows one leaf (see
+//! [`EntryIndex`](super::entry_index::EntryIndex)): an R-tree with 2
 //! to 8 children per node and Guttman's quadratic split, whose leaves hold
 //! disjoint boxes with their values.
 //!
@@ -10,8 +11,12 @@ use smallvec::SmallVec;
 
 use super::grid_box::{GridBox, bounding_box_of};
 
-const MAX_CHILDREN: usize = 8;
+/// The most children (entries, in a leaf) a node holds.
+pub(crate) const MAX_CHILDREN: usize = 8;
 const MIN_CHILDREN: usize = 2;
+
+/// The boxes of a node, with one spare slot for the overflow before a split.
+pub(crate) type NodeBoxes = SmallVec<[GridBox; MAX_CHILDREN + 1]>;
 
 /// A child of a node: a value in a leaf (height 0), a subtree otherwise.
 #[derive(Clone)]
@@ -25,7 +30,7 @@ pub(crate) enum Slot<T> {
 #[derive(Clone)]
 pub(crate) struct Node<T> {
     height: usize,
-    boxes: SmallVec<[GridBox; MAX_CHILDREN + 1]>,
+    boxes: NodeBoxes,
     slots: SmallVec<[Slot<T>; MAX_CHILDREN + 1]>,
 }
 
@@ -50,6 +55,27 @@ impl<T> Node<T> {
             boxes: SmallVec::new(),
             slots: SmallVec::new(),
         }
+    }
+
+    /// A leaf holding the entries `boxes[i]` with `values[i]` (at most [`MAX_CHILDREN`]).
+    pub fn leaf(boxes: NodeBoxes, values: impl IntoIterator<Item = T>) -> Self {
+        let slots: SmallVec<_> = values.into_iter().map(Slot::Value).collect();
+        debug_assert!(boxes.len() == slots.len() && boxes.len() <= MAX_CHILDREN);
+        Node {
+            height: 0,
+            boxes,
+            slots,
+        }
+    }
+
+    /// The entries of a leaf, boxes and values side by side: [`Self::leaf`] undone.
+    pub fn into_leaf(self) -> (NodeBoxes, impl Iterator<Item = T>) {
+        debug_assert_eq!(self.height, 0);
+        let values = self.slots.into_iter().map(|s| match s {
+            Slot::Value(v) => v,
+            Slot::Node(_) => unreachable!("leaf holds a subtree"),
+        });
+        (self.boxes, values)
     }
 
     #[inline]
@@ -89,22 +115,6 @@ impl<T> Node<T> {
                     Slot::Node(n) => n.query_mut(q, f),
                 }
             }
-        }
-    }
-
-    /// The entries of a leaf node (boxes and values side by side), `None` for an inner node. A
-    /// small map is a single leaf: scanning it beats descending the tree once per question.
-    #[inline]
-    pub fn as_leaf(&self) -> Option<(&[GridBox], &[Slot<T>])> {
-        (self.height == 0).then(|| (self.boxes.as_slice(), self.slots.as_slice()))
-    }
-
-    /// The value of a leaf holding exactly one entry.
-    #[inline]
-    pub fn single_value_mut(&mut self) -> Option<&mut T> {
-        match self.slots.as_mut_slice() {
-            [Slot::Value(v)] if self.height == 0 => Some(v),
-            _ => None,
         }
     }
 

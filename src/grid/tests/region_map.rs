@@ -596,3 +596,122 @@ fn can_be_moved_and_cloned() {
     assert_eq!(copy.len(), 2);
     assert!(format!("{copy:?}").contains("1337"));
 }
+
+// ===== small maps: the flat list of entries =====
+
+/// The entries in the order queries report them.
+fn query_order(rm: &RegionMap<u8>) -> Vec<(GridBox, u8)> {
+    let mut out = Vec::new();
+    rm.query_box(&rm.extent(), |b, v| out.push((b, *v)));
+    out
+}
+
+#[test]
+fn a_small_map_reports_entries_in_the_order_of_a_one_leaf_tree() {
+    // a leaf appends new entries, moves its last entry into the gap an erased one leaves, and
+    // keeps a shrunk or grown entry in its place
+    let mut rm = RegionMap::new(Range::new(8, 1, 1), 0u8);
+    rm.update_box(&b1(1, 2), 1); // [0, 8) shrinks to [0, 1), [2, 8) and [1, 2) are appended
+    assert_eq!(
+        query_order(&rm),
+        [(b1(0, 1), 0), (b1(2, 8), 0), (b1(1, 2), 1)]
+    );
+    rm.update_box(&b1(3, 4), 2); // [2, 8) shrinks to [2, 3), [4, 8) and [3, 4) are appended
+    assert_eq!(
+        query_order(&rm),
+        [
+            (b1(0, 1), 0),
+            (b1(2, 3), 0),
+            (b1(1, 2), 1),
+            (b1(4, 8), 0),
+            (b1(3, 4), 2)
+        ]
+    );
+    // [1, 2) takes 0 in place and grows over [0, 1) (erased: [3, 4) moves into its place), then
+    // over [2, 3) (erased: [4, 8) moves into its place)
+    rm.update_box(&b1(1, 2), 0);
+    assert_eq!(
+        query_order(&rm),
+        [(b1(3, 4), 2), (b1(4, 8), 0), (b1(0, 3), 0)]
+    );
+    assert_eq!(rm.depth(), 1);
+    rm.check_invariants();
+}
+
+#[test]
+fn a_small_map_merges_equal_neighbours() {
+    let mut rm = RegionMap::new(Range::new(4, 4, 1), 0u8);
+    // four quadrants, one value each: no merges
+    for (i, (lo, hi)) in [
+        ([0, 0], [2, 2]),
+        ([0, 2], [2, 4]),
+        ([2, 0], [4, 2]),
+        ([2, 2], [4, 4]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        rm.update_box(&b2(lo, hi), i as u8 + 1);
+    }
+    assert_eq!(rm.len(), 4);
+    // the right column takes the value of the top right quadrant: two entries merge
+    rm.update_box(&b2([2, 2], [4, 4]), 2);
+    assert_eq!(rm.len(), 3);
+    assert_eq!(
+        rm.get_box_values(&b2([0, 2], [4, 4])),
+        [(b2([0, 2], [4, 4]), 2)]
+    );
+    // the left column too: the map becomes one entry
+    rm.update_box(&b2([0, 0], [4, 2]), 2);
+    assert_eq!(rm.len(), 1);
+    assert_eq!(query_order(&rm), [(b2([0, 0], [4, 4]), 2)]);
+    rm.check_invariants();
+}
+
+#[test]
+fn a_map_grows_past_a_leaf_and_shrinks_back_to_a_list() {
+    let extent = [8, 8, 1];
+    let mut rm = RegionMap::new(Range(extent), 0u8);
+    let mut dense = Dense {
+        extent,
+        values: vec![0; 64],
+    };
+    let (mut grew, mut shrank) = (0, 0);
+    let mut seed = 12345u64;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize % n
+    };
+    for step in 0..400 {
+        let was_list = rm.depth() == 1;
+        // mostly small boxes, now and then a large one that collapses the map again
+        let (b, v) = if step % 23 == 22 {
+            (GridBox::full_range(Range(extent)), next(3) as u8)
+        } else {
+            let (x, y) = (next(8), next(8));
+            let (w, h) = (1 + next(8 - x), 1 + next(8 - y));
+            (b2([x, y], [x + w, y + h]), next(4) as u8)
+        };
+        rm.update_box(&b, v);
+        for p in points_of(&b) {
+            dense.values[p[0] * 8 + p[1]] = v;
+        }
+        rm.check_invariants();
+        rm.check_merge_partner_scan();
+        let is_list = rm.depth() == 1;
+        assert!(!is_list || rm.len() <= 8, "a list of {} entries", rm.len());
+        grew += usize::from(was_list && !is_list);
+        shrank += usize::from(!was_list && is_list);
+        for p in crate::grid::test_util::PointSet::new(extent).points() {
+            assert_eq!(
+                rm.get_point(&p),
+                Some(&dense.at(p)),
+                "step {step}, point {p:?}"
+            );
+        }
+        check_query(&rm, &dense, &[b2([1, 2], [7, 5])]);
+    }
+    assert!(grew >= 3 && shrank >= 3, "grew {grew}, shrank {shrank}");
+}
