@@ -4,7 +4,7 @@
 //! Most maps of the graph generators hold a handful of entries. A tree of a single leaf node is
 //! already a list, but every question still goes through the tree's general machinery: recursive
 //! descents, slots that may hold a subtree, the root's growth and shrinkage with its orphan
-//! re-insertion. [`EntryIndex::Flat`] holds the boxes and values side by side instead, and its
+//! re-insertion. The list ([`Flat`]) holds the boxes and values side by side instead, and its
 //! operations are plain scans, pushes and removals.
 //!
 //! The flat list is exactly the leaf the tree would be: an insertion appends, a removal moves the
@@ -12,7 +12,7 @@
 //! place. So queries report entries in the same order as the one-leaf tree, and the tree built
 //! when the list overflows (the full list as a leaf, then the tree's own insertion with its split)
 //! is the tree the map would have had. The representation never changes what a map reports, only
-//! what a question costs. Invariant: a [`EntryIndex::Tree`] root is never a leaf (a tree that
+//! what a question costs. Invariant: the root of [`EntryIndex`]'s tree is never a leaf (a tree that
 //! shrinks to one leaf becomes a list again).
 
 use smallvec::SmallVec;
@@ -30,13 +30,21 @@ pub(crate) struct Flat<T> {
 }
 
 /// The entries of a [`RegionMap`](super::RegionMap): disjoint boxes with their values.
+///
+/// A struct rather than an enum `Flat(Flat<T>) | Tree(Node<T>)`: with an enum, LLVM hoists the
+/// list's slice set-up (the `SmallVec` capacity load and its spilled test, lowered to a branch)
+/// above the variant test, and in a tree those bytes are a node's unused inline box slots, so
+/// valgrind memcheck reports a conditional jump on uninitialised memory (harmless in the machine
+/// code, but it would hide real errors). Here the list header is always initialised (an empty
+/// list while the tree is in use), so speculative loads read defined bytes.
 #[derive(Clone)]
-pub(crate) enum EntryIndex<T> {
-    /// At most [`MAX_CHILDREN`] entries, in the order of the tree's single leaf.
-    Flat(Flat<T>),
+pub(crate) struct EntryIndex<T> {
+    /// At most [`MAX_CHILDREN`] entries, in the order of the tree's single leaf; empty while
+    /// `tree` is set.
+    flat: Flat<T>,
     /// An R-tree of at least two levels: a map that outgrew one leaf and has not shrunk back to one
     /// (it may hold fewer than [`MAX_CHILDREN`] entries by then).
-    Tree(Node<T>),
+    tree: Option<Box<Node<T>>>,
 }
 
 impl<T> Flat<T> {
@@ -45,110 +53,131 @@ impl<T> Flat<T> {
     }
 }
 
+impl<T> Flat<T> {
+    fn empty() -> Self {
+        Flat {
+            boxes: SmallVec::new(),
+            values: SmallVec::new(),
+        }
+    }
+}
+
 impl<T> EntryIndex<T> {
     /// No entries.
     pub fn new() -> Self {
-        EntryIndex::Flat(Flat {
-            boxes: SmallVec::new(),
-            values: SmallVec::new(),
-        })
+        EntryIndex {
+            flat: Flat::empty(),
+            tree: None,
+        }
+    }
+
+    fn from_tree(root: Node<T>) -> Self {
+        EntryIndex {
+            flat: Flat::empty(),
+            tree: Some(Box::new(root)),
+        }
     }
 
     /// Number of levels of the index (1 for a flat list, which is one leaf).
     pub fn depth(&self) -> usize {
-        match self {
-            EntryIndex::Flat(_) => 1,
-            EntryIndex::Tree(root) => root.depth(),
+        match &self.tree {
+            None => 1,
+            Some(root) => root.depth(),
         }
     }
 
     /// The entries of a flat list, `None` for a tree.
     #[inline]
     pub fn as_flat(&self) -> Option<&Flat<T>> {
-        match self {
-            EntryIndex::Flat(flat) => Some(flat),
-            EntryIndex::Tree(_) => None,
+        match &self.tree {
+            None => Some(&self.flat),
+            Some(_) => None,
         }
     }
 
     /// The value of the only entry.
     #[inline]
     pub fn single_value_mut(&mut self) -> Option<&mut T> {
-        match self {
-            EntryIndex::Flat(flat) => match flat.values.as_mut_slice() {
+        match &self.tree {
+            None => match self.flat.values.as_mut_slice() {
                 [v] => Some(v),
                 _ => None,
             },
-            EntryIndex::Tree(_) => None,
+            Some(_) => None,
         }
     }
 
     /// Calls `f` for every entry intersecting `q` (in the order of the tree's leaves).
     #[inline]
     pub fn query<'a>(&'a self, q: &GridBox, f: &mut impl FnMut(&GridBox, &'a T)) {
-        match self {
-            EntryIndex::Flat(flat) => {
+        match &self.tree {
+            None => {
+                let flat = &self.flat;
                 for (b, v) in flat.boxes.iter().zip(&flat.values) {
                     if b.intersects(q) {
                         f(b, v);
                     }
                 }
             }
-            EntryIndex::Tree(root) => root.query(q, f),
+            Some(root) => root.query(q, f),
         }
     }
 
     /// Like [`Self::query`] with mutable access to the values (boxes may not change).
     #[inline]
     pub fn query_mut(&mut self, q: &GridBox, f: &mut impl FnMut(&GridBox, &mut T)) {
-        match self {
-            EntryIndex::Flat(flat) => {
+        match &mut self.tree {
+            None => {
+                let flat = &mut self.flat;
                 for (b, v) in flat.boxes.iter().zip(flat.values.iter_mut()) {
                     if b.intersects(q) {
                         f(b, v);
                     }
                 }
             }
-            EntryIndex::Tree(root) => root.query_mut(q, f),
+            Some(root) => root.query_mut(q, f),
         }
     }
 
     /// The entry containing point `p`, if any.
     #[inline]
     pub fn point_query(&self, p: &[usize; 3]) -> Option<(GridBox, &T)> {
-        match self {
-            EntryIndex::Flat(flat) => flat
-                .boxes
-                .iter()
-                .position(|b| b.contains(p))
-                .map(|i| (flat.boxes[i], &flat.values[i])),
-            EntryIndex::Tree(root) => root.point_query(p),
+        match &self.tree {
+            None => {
+                let flat = &self.flat;
+                flat.boxes
+                    .iter()
+                    .position(|b| b.contains(p))
+                    .map(|i| (flat.boxes[i], &flat.values[i]))
+            }
+            Some(root) => root.point_query(p),
         }
     }
 
     /// Calls `f` for every entry.
     #[inline]
     pub fn for_each<'a>(&'a self, f: &mut impl FnMut(&GridBox, &'a T)) {
-        match self {
-            EntryIndex::Flat(flat) => {
-                for (b, v) in flat.boxes.iter().zip(&flat.values) {
+        match &self.tree {
+            None => {
+                for (b, v) in self.flat.boxes.iter().zip(&self.flat.values) {
                     f(b, v);
                 }
             }
-            EntryIndex::Tree(root) => root.for_each(f),
+            Some(root) => root.for_each(f),
         }
     }
 
     /// Calls `f` for every entry, with mutable access to its value.
     #[inline]
     pub fn for_each_mut(&mut self, f: &mut impl FnMut(&GridBox, &mut T)) {
-        match self {
-            EntryIndex::Flat(flat) => {
+        match &mut self.tree {
+            None => {
+                let flat = &mut self.flat;
                 for (b, v) in flat.boxes.iter().zip(flat.values.iter_mut()) {
                     f(b, v);
                 }
             }
-            EntryIndex::Tree(root) => root.for_each_mut(f),
+            Some(root) => root.for_each_mut(f),
         }
     }
 
@@ -156,28 +185,26 @@ impl<T> EntryIndex<T> {
     /// tree's insertion, which splits it.
     #[inline]
     pub fn insert(&mut self, b: GridBox, value: T) {
-        match self {
-            EntryIndex::Flat(flat) if flat.boxes.len() < MAX_CHILDREN => {
-                flat.boxes.push(b);
-                flat.values.push(value);
+        match &mut self.tree {
+            None if self.flat.boxes.len() < MAX_CHILDREN => {
+                self.flat.boxes.push(b);
+                self.flat.values.push(value);
             }
-            EntryIndex::Flat(_) => self.overflow(b, value),
-            EntryIndex::Tree(root) => Self::insert_slot(root, b, Slot::Value(value), 0),
+            None => self.overflow(b, value),
+            Some(root) => Self::insert_slot(root, b, Slot::Value(value), 0),
         }
     }
 
     /// [`Self::insert`] into a full list: the list becomes a leaf, the tree's insertion splits it.
     fn overflow(&mut self, b: GridBox, value: T) {
-        let EntryIndex::Flat(flat) = self else {
-            unreachable!("not a list")
-        };
-        let boxes = std::mem::take(&mut flat.boxes);
-        let values = std::mem::take(&mut flat.values);
+        debug_assert!(self.tree.is_none(), "not a list");
+        let boxes = std::mem::take(&mut self.flat.boxes);
+        let values = std::mem::take(&mut self.flat.values);
         let mut leaf = Node::leaf(boxes, values);
         let sibling = leaf
             .insert(b, Slot::Value(value), 0)
             .expect("a full leaf splits");
-        *self = EntryIndex::Tree(Node::grow(leaf, sibling));
+        self.tree = Some(Box::new(Node::grow(leaf, sibling)));
     }
 
     /// Inserts into the tree at the node height `target`, growing the root if it splits.
@@ -193,19 +220,20 @@ impl<T> EntryIndex<T> {
     /// fall below the minimum fill and becomes a list again when it shrinks to one leaf.
     #[inline]
     pub fn erase(&mut self, b: &GridBox, orphans: &mut Vec<Orphan<T>>) -> Option<T> {
-        match self {
-            EntryIndex::Flat(flat) => {
+        match &self.tree {
+            None => {
+                let flat = &mut self.flat;
                 let i = flat.position(b)?;
                 flat.boxes.swap_remove(i);
                 Some(flat.values.swap_remove(i))
             }
-            EntryIndex::Tree(_) => self.erase_from_tree(b, orphans),
+            Some(_) => self.erase_from_tree(b, orphans),
         }
     }
 
     /// [`Self::erase`] for a tree.
     fn erase_from_tree(&mut self, b: &GridBox, orphans: &mut Vec<Orphan<T>>) -> Option<T> {
-        let EntryIndex::Tree(root) = self else {
+        let Some(root) = self.tree.as_deref_mut() else {
             unreachable!("not a tree")
         };
         let v = root.erase(b, orphans)?;
@@ -237,8 +265,8 @@ impl<T> EntryIndex<T> {
             }
         }
         if root.height() == 0 {
-            let leaf = std::mem::replace(root, Node::new_leaf());
-            *self = Self::flat_from_leaf(leaf);
+            let leaf = self.tree.take().expect("a tree");
+            self.flat = Self::flat_from_leaf(*leaf);
         }
         Some(v)
     }
@@ -252,14 +280,15 @@ impl<T> EntryIndex<T> {
         new: GridBox,
         f: impl FnOnce(&T) -> R,
     ) -> Option<R> {
-        match self {
-            EntryIndex::Flat(flat) => {
+        match &mut self.tree {
+            None => {
                 debug_assert!(old.covers(&new) && !new.is_empty());
+                let flat = &mut self.flat;
                 let i = flat.position(old)?;
                 flat.boxes[i] = new;
                 Some(f(&flat.values[i]))
             }
-            EntryIndex::Tree(root) => root.shrink_entry(old, new, f),
+            Some(root) => root.shrink_entry(old, new, f),
         }
     }
 
@@ -267,24 +296,24 @@ impl<T> EntryIndex<T> {
     /// entry's place. Returns false if `old` is not an entry.
     #[inline]
     pub fn grow_entry(&mut self, old: &GridBox, new: GridBox) -> bool {
-        match self {
-            EntryIndex::Flat(flat) => {
+        match &mut self.tree {
+            None => {
                 debug_assert!(new.covers(old));
-                let Some(i) = flat.position(old) else {
+                let Some(i) = self.flat.position(old) else {
                     return false;
                 };
-                flat.boxes[i] = new;
+                self.flat.boxes[i] = new;
                 true
             }
-            EntryIndex::Tree(root) => root.grow_entry(old, new),
+            Some(root) => root.grow_entry(old, new),
         }
     }
 
     /// Moves every entry out, as (box, value) pairs.
     pub fn into_entries(self, out: &mut Vec<(GridBox, T)>) {
-        match self {
-            EntryIndex::Flat(flat) => out.extend(flat.boxes.into_iter().zip(flat.values)),
-            EntryIndex::Tree(root) => root.into_entries(out),
+        match self.tree {
+            None => out.extend(self.flat.boxes.into_iter().zip(self.flat.values)),
+            Some(root) => root.into_entries(out),
         }
     }
 
@@ -292,33 +321,33 @@ impl<T> EntryIndex<T> {
     /// [`Node::bulk_load`], or the list that is its single leaf.
     pub fn bulk_load(mut entries: Vec<(GridBox, T)>) -> Self {
         if entries.len() > MAX_CHILDREN {
-            return EntryIndex::Tree(Node::bulk_load(entries));
+            return Self::from_tree(Node::bulk_load(entries));
         }
         entries.sort_unstable_by(|a, b| a.0.coordinate_order(&b.0));
         let (boxes, values) = entries.into_iter().unzip();
-        EntryIndex::Flat(Flat { boxes, values })
+        EntryIndex {
+            flat: Flat { boxes, values },
+            tree: None,
+        }
     }
 
-    fn flat_from_leaf(leaf: Node<T>) -> Self {
+    fn flat_from_leaf(leaf: Node<T>) -> Flat<T> {
         let (boxes, values) = leaf.into_leaf();
-        EntryIndex::Flat(Flat {
+        Flat {
             boxes,
             values: values.collect(),
-        })
+        }
     }
 
     /// Checks the structural invariants (tests only).
     #[cfg(test)]
     pub fn check(&self) {
-        match self {
-            EntryIndex::Flat(flat) => {
-                assert!(flat.boxes.len() <= MAX_CHILDREN);
-                assert_eq!(flat.boxes.len(), flat.values.len());
-            }
-            EntryIndex::Tree(root) => {
-                assert!(root.height() > 0, "a one-leaf tree is kept as a list");
-                root.check(true);
-            }
+        assert!(self.flat.boxes.len() <= MAX_CHILDREN);
+        assert_eq!(self.flat.boxes.len(), self.flat.values.len());
+        if let Some(root) = &self.tree {
+            assert!(self.flat.boxes.is_empty(), "a tree leaves the list empty");
+            assert!(root.height() > 0, "a one-leaf tree is kept as a list");
+            root.check(true);
         }
     }
 }
