@@ -280,6 +280,7 @@ static void test_cg_args(void) {
     EXPECT_ARG(celerity_cg_set_name(cg, NULL), "`name`");
     EXPECT_ARG(celerity_cg_hint_split_2d(NULL), "`cg`");
     EXPECT_ARG(celerity_cg_hint_oversubscribe(NULL, 2), "`cg`");
+    EXPECT_ARG(celerity_cg_hint_launch_only(NULL), "`cg`");
     EXPECT_ARG(celerity_cg_hint_oversubscribe(cg, 0), "`factor`");
     size_t gran[3] = {1, 1, 1};
     EXPECT_ARG(celerity_cg_constrain_split(NULL, gran), "`cg`");

@@ -1,6 +1,6 @@
 /* Synchronisation and scheduling controls: celerity_wait and celerity_barrier return after all
  * submitted work finished, celerity_flush, celerity_set_lookahead NONE / AUTO / INFINITE and the
- * hints (split_2d, oversubscribe, constrain_split) all give the serial result, and a chain of
+ * hints (split_2d, oversubscribe, constrain_split, launch_only) all give the serial result, and a chain of
  * 200 small tasks exercises horizons. */
 #include <stdatomic.h>
 
@@ -64,6 +64,7 @@ static void apply_hint(celerity_cg* cg, int hint, stencil_arg* a, uint32_t dims)
     for (int d = 0; d < 3; ++d) a->granularity[d] = 1;
     if (hint == HINT_SPLIT_2D || hint == HINT_ALL) CHECK_OK(celerity_cg_hint_split_2d(cg));
     if (hint == HINT_OVERSUBSCRIBE || hint == HINT_ALL) CHECK_OK(celerity_cg_hint_oversubscribe(cg, 3));
+    if (hint == HINT_ALL) CHECK_OK(celerity_cg_hint_launch_only(cg)); /* host devices ignore it */
     if (hint == HINT_CONSTRAIN || hint == HINT_ALL) {
         a->granularity[0] = 8;
         if (dims == 2) a->granularity[1] = 4;

@@ -666,6 +666,20 @@ celerity_status celerity_cg_hint_split_2d(struct celerity_cg *cg);
 celerity_status celerity_cg_hint_oversubscribe(struct celerity_cg *cg, uint32_t factor);
 
 /**
+ * Declares that the kernel function of this command group only launches kernels on
+ * `ctx->stream` (device-memory copies and memsets included): it reads no host memory through the
+ * stream and never synchronises. On CUDA devices with `cuda_graphs=auto` (the default) the
+ * runtime may then capture chunks queued back to back on one stream and launch them as one CUDA
+ * graph, which roughly halves the per-task cost of short kernels. A captured copy of pageable
+ * host memory would read that memory when the graph runs, not during the call: such a copy, or
+ * a synchronisation, fails the batch with `CELERITY_ERROR_DEVICE`. Kernels with reductions, host
+ * tasks and host devices ignore the hint. `celerity.hpp` declares it for device lambdas.
+ *
+ * Errors: `cg` NULL → `CELERITY_ERROR_INVALID_ARGUMENT`.
+ */
+celerity_status celerity_cg_hint_launch_only(struct celerity_cg *cg);
+
+/**
  * Constrains chunk boundaries to multiples of `granularity` (3-wide). Each entry must divide the
  * iteration space's extent in that dimension (checked at submission).
  *

@@ -4,8 +4,9 @@
 # celerity.h and a COMMIT file); gpu_bench.cu sits beside this script. Writes the table
 # (table_MODE.md), the raw log and the machine to OUT. With PROFILE=1 it also runs the task
 # floor alone with a Chrome trace (floor_trace.json) for the per-hop profile.
-# In modes all and floor the per-task figures are measured again with accessor boundary checking
-# on (device-side records per chunk).
+# In modes all and floor the per-task figures are measured again with cuda_graphs=off (every
+# kernel launched on its stream) and with accessor boundary checking on (device-side records per
+# chunk).
 #   benches/gpu/run.sh [all|transfer-options|transfers|floor]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +26,9 @@ nvcc -O3 -std=c++17 -arch=sm_90 -I"$LIB_DIR" -I"$HERE/../../include" "$HERE/gpu_
     -Xlinker -rpath -Xlinker "$LIB_DIR" -o "$BUILD/gpu_bench"
 CELERITY_LOG_LEVEL=warn "$BUILD/gpu_bench" "$MODE" 2>&1 | tee "$OUT/gpu_bench_$MODE.log"
 if [ "$MODE" = all ] || [ "$MODE" = floor ]; then
+    # without graph batches: every kernel launched on its stream (what undeclared launchers get)
+    CELERITY_LOG_LEVEL=warn CELERITY_CUDA_GRAPHS=off "$BUILD/gpu_bench" floor 2>&1 \
+        | grep '^| per task' | tee -a "$OUT/gpu_bench_$MODE.log"
     # the per-task cost of device-side accessor boundary records (issue 15)
     CELERITY_LOG_LEVEL=warn CELERITY_ACCESSOR_BOUNDARY_CHECK=on "$BUILD/gpu_bench" floor 2>&1 \
         | grep '^| per task' | tee -a "$OUT/gpu_bench_$MODE.log"

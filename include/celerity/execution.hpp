@@ -543,6 +543,10 @@ void submit_kernel(handler& cgh, const range<Dims>& global, const range<Dims>& l
     to_c_range(global, r);
     to_c_offset(offset, o);
     cgh.submit_with([&](celerity_cg* cg) {
+        // A device lambda's chunk is one kernel launch (kernel_closure::run), so CUDA graphs may capture it.
+        if constexpr(is_device_lambda<kernel_type>()) {
+            if(const auto status = celerity_cg_hint_launch_only(cg); status != CELERITY_OK) return status; // only for a NULL cg
+        }
         return celerity_submit_parallel_for(cg, static_cast<uint32_t>(Dims), r, o, &invoke_closure<closure>, c, &delete_closure<closure>);
     });
 }

@@ -12,8 +12,9 @@
 //!   called on that thread with the lane's stream and must only enqueue work on it.
 //! * A `CUevent` is recorded after the last submission queued for a lane (and every 32nd while
 //!   more follow, [`submission`]); [`Backend::poll`] queries pending events and completes their
-//!   [`AsyncEvent`]s, so the executor never blocks on the GPU. With `cuda_graphs` on, kernels
-//!   queued back to back on a lane are captured and launched as one CUDA graph ([`graphs`]).
+//!   [`AsyncEvent`]s, so the executor never blocks on the GPU. Kernels queued back to back on
+//!   a lane whose launchers are declared launch-only (or all, with `cuda_graphs=on`) are
+//!   captured and launched as one CUDA graph ([`graphs`]).
 //! * Host memory (memory 1) is pinned (`cuMemHostAlloc`, portable) and comes from a bounded
 //!   [`PinnedPool`], so repeated host allocations reuse page-locked blocks; beyond the pool's
 //!   limit host allocations are pageable. Device memory comes from `cuMemAlloc`.
@@ -49,7 +50,7 @@ use super::host::host_copy_job;
 use super::host_copy::HostPinner;
 use super::host_memory::HostAllocation;
 use super::interface::{
-    Backend, CopyLane, KernelInvocation, LaunchEnvironment, Launcher, SubmissionSlice,
+    Backend, CopyLane, GraphCapture, KernelInvocation, LaunchEnvironment, Launcher, SubmissionSlice,
 };
 use super::nd_memory::StridedBox;
 use super::pinned_pool::PinnedPool;
@@ -197,8 +198,8 @@ pub struct CudaBackend {
     /// When the executor last queried the streams' events, and when it last submitted work.
     last_query: Instant,
     last_submission: std::cell::Cell<Instant>,
-    /// `cuda_graphs`: kernels queued back to back on a lane launch as one captured graph.
-    kernel_graphs: bool,
+    /// `cuda_graphs`: which kernels queued back to back on a lane launch as one captured graph.
+    kernel_graphs: GraphCapture,
 }
 
 // SAFETY: all raw CUDA handles inside are only used on threads that make their context current
@@ -299,16 +300,16 @@ impl CudaBackend {
             poll_scratch: Vec::new(),
             last_query: Instant::now(),
             last_submission: std::cell::Cell::new(Instant::now()),
-            kernel_graphs: false,
+            kernel_graphs: GraphCapture::Off,
             pool,
             pageable: Arc::default(),
         })
     }
 
-    /// With `on`, kernels queued back to back on one lane (no reductions, no boundary records)
-    /// are captured and launched as one CUDA graph ([`graphs`]).
-    pub fn with_kernel_graphs(mut self, on: bool) -> Self {
-        self.kernel_graphs = on;
+    /// Kernels that `capture` admits, queued back to back on one lane (no reductions, no
+    /// boundary records), are captured and launched as one CUDA graph ([`graphs`]).
+    pub fn with_kernel_graphs(mut self, capture: GraphCapture) -> Self {
+        self.kernel_graphs = capture;
         self
     }
 
@@ -413,8 +414,8 @@ impl CudaBackend {
     }
 
     /// Runs `enqueue(stream)` on `device`'s submission thread, on lane `lane`'s stream (or
-    /// captures it into the lane's graph batch when `capturable` and graphs are on); the
-    /// returned [`AsyncEvent`] completes once the stream passed it.
+    /// captures it into the lane's graph batch when `capturable`); the returned [`AsyncEvent`]
+    /// completes once the stream passed it.
     fn submit_to_stream(
         &self,
         device: DeviceId,
@@ -437,7 +438,6 @@ impl CudaBackend {
             device_state.spare_events.clone(),
             self.submission_recorder.clone(),
         );
-        let capturable = capturable && self.kernel_graphs;
         let key = (device.0 as usize, lane);
         {
             let mut lanes = lanes.lock();
@@ -656,8 +656,9 @@ impl Backend for CudaBackend {
     ) -> AsyncEvent {
         // Reduction identities and boundary records are copied from host memory on the stream,
         // which a graph would read at its launch instead: such kernels launch directly.
-        let capturable =
-            invocation.reductions.is_empty() && !DeviceRecords::armed(&invocation.accessors);
+        let capturable = self.kernel_graphs.admits(invocation.launch_only)
+            && invocation.reductions.is_empty()
+            && !DeviceRecords::armed(&invocation.accessors);
         self.submit_to_stream(device, lane, "kernel", capturable, move |stream| {
             let mut invocation = invocation;
             for (slot, identity) in invocation

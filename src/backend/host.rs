@@ -246,6 +246,7 @@ mod tests {
             host_objects: Vec::new(),
             device,
             collective_comm: 0,
+            launch_only: false,
         }
     }
 

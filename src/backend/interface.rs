@@ -62,6 +62,9 @@ pub struct KernelInvocation {
     pub device: Option<DeviceId>,
     /// Collective host tasks: the address of the group's native communicator (`MPI_Comm*`), else 0.
     pub collective_comm: usize,
+    /// The program declared that the launcher only launches kernels on its stream
+    /// (`hint_launch_only`), so a CUDA backend may capture it into a graph.
+    pub launch_only: bool,
 }
 
 impl KernelInvocation {
@@ -73,6 +76,33 @@ impl KernelInvocation {
         for (slot, identity) in self.reductions.iter().zip(&self.reduction_identities) {
             // SAFETY: guaranteed by the caller.
             unsafe { std::ptr::copy_nonoverlapping(identity.as_ptr(), slot.0, identity.len()) };
+        }
+    }
+}
+
+/// Which kernels a CUDA backend may capture into graph batches (`cuda_graphs`): a graph reads
+/// host memory when it runs, not when the launcher enqueues, and refuses synchronisation, so only
+/// launchers that just launch kernels behave the same captured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphCapture {
+    /// None: every kernel launches on its stream.
+    Off,
+    /// Kernels whose command group declared its launcher launch-only (`hint_launch_only`; the
+    /// C++ frontend declares it for device lambdas).
+    LaunchOnly,
+    /// Every kernel (the launchers must all be launch-only).
+    All,
+}
+
+impl GraphCapture {
+    /// Whether a kernel whose launcher is (`launch_only`) or is not declared launch-only may
+    /// join a batch.
+    #[inline]
+    pub fn admits(self, launch_only: bool) -> bool {
+        match self {
+            GraphCapture::Off => false,
+            GraphCapture::LaunchOnly => launch_only,
+            GraphCapture::All => true,
         }
     }
 }

@@ -704,6 +704,7 @@ impl Executor {
             host_objects,
             device,
             collective_comm,
+            launch_only: task.hints().launch_only,
         })
     }
 

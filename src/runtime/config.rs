@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::backend::interface::GraphCapture;
 use crate::error::{Error, Result};
 
 pub use crate::policy::{ErrorPolicy, GraphFormat, LogLevel, Lookahead, SchedulerThreads};
@@ -63,9 +64,10 @@ pub struct Config {
     pub pinned_memory_limit: usize,
     /// `check_spmd`: compare the nodes' submissions at horizons and epochs (on in debug builds).
     pub check_spmd: bool,
-    /// `cuda_graphs`: the CUDA backend launches kernels queued back to back on one stream as a
-    /// captured CUDA graph (their launchers must only enqueue work on their stream).
-    pub cuda_graphs: bool,
+    /// `cuda_graphs`: which kernels queued back to back on one stream the CUDA backend launches
+    /// as one captured CUDA graph: `auto` those declared launch-only (the C++ frontend's device
+    /// lambdas), `on` all, `off` none.
+    pub cuda_graphs: GraphCapture,
 }
 
 impl Default for Config {
@@ -90,7 +92,7 @@ impl Default for Config {
             accessor_boundary_check: ErrorPolicy::Log,
             pinned_memory_limit: DEFAULT_PINNED_MEMORY_LIMIT,
             check_spmd: cfg!(debug_assertions),
-            cuda_graphs: false,
+            cuda_graphs: GraphCapture::LaunchOnly,
         }
     }
 }
@@ -365,9 +367,13 @@ const KEYS: &[Key] = &[
     },
     Key {
         name: "cuda_graphs",
-        accepts: BOOLEAN_ACCEPTS,
+        accepts: "auto, or a boolean: on/off, true/false, yes/no, 1/0 (any case)",
         apply: |c, v| {
-            c.cuda_graphs = boolean(v)?;
+            c.cuda_graphs = match boolean(v) {
+                Some(true) => GraphCapture::All,
+                Some(false) => GraphCapture::Off,
+                None => choice(v, &[("auto", GraphCapture::LaunchOnly)])?,
+            };
             Some(())
         },
     },
@@ -602,7 +608,10 @@ mod tests {
         assert_eq!(c.lookahead, Lookahead::Infinite);
         assert_eq!(c.dry_run_nodes, Some(16));
         assert!(c.print_graphs);
-        assert!(c.cuda_graphs && !Config::default().cuda_graphs);
+        assert_eq!(
+            (c.cuda_graphs, Config::default().cuda_graphs),
+            (GraphCapture::All, GraphCapture::LaunchOnly)
+        );
         assert_eq!(c.graph_dir, PathBuf::from("/tmp/graphs"));
         assert_eq!(c.graph_format, GraphFormat::Json);
         assert_eq!(c.trace_file, Some(PathBuf::from("t.json")));

@@ -117,6 +117,15 @@ impl CommandGroup {
         self
     }
 
+    /// Declares that the kernel's launcher only launches kernels on its stream (no host memory
+    /// read through the stream, no synchronisation), so a CUDA backend may capture its chunks
+    /// into graph batches.
+    #[inline]
+    pub fn hint_launch_only(mut self) -> Self {
+        self.hints.launch_only = true;
+        self
+    }
+
     /// Constrains splits to multiples of `granularity`.
     #[inline]
     pub fn constrain_split(mut self, granularity: Range) -> Self {

@@ -86,6 +86,9 @@ pub struct Hints {
     pub split_2d: bool,
     /// Split every device chunk again into this many pieces (1: no oversubscription).
     pub oversubscribe: u32,
+    /// The kernel's launcher only launches kernels on its stream, so a CUDA backend may capture
+    /// it into a graph (`cuda_graphs`).
+    pub launch_only: bool,
 }
 
 impl Default for Hints {
@@ -93,6 +96,7 @@ impl Default for Hints {
         Hints {
             split_2d: false,
             oversubscribe: 1,
+            launch_only: false,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Kernel batches launched as CUDA graphs (`cuda_graphs = on`).
+//! Kernel batches launched as CUDA graphs (`cuda_graphs`: `auto` for kernels declared launch-only,
+//! `on` for all).
 //!
 //! A stream launch of an empty kernel costs the submission thread 3-4 µs on an H200, while
 //! capturing the same launch into a graph and launching that graph costs 0.9-1.6 µs per kernel
@@ -17,7 +18,10 @@
 //! makes a call that stream capture does not allow (a synchronous copy, a synchronisation), or
 //! enqueues a copy from or to pageable host memory (a stream stages it during the call, a graph
 //! would access it at its launch, after the launcher may have freed it), fails its whole batch
-//! with an error that says so: that is why graphs are opt-in.
+//! with an error that says so. That is why a kernel is captured only when its command group
+//! declared its launcher launch-only (`hint_launch_only`; the C++ frontend does so for device
+//! lambdas, whose launcher it writes) or the program set `cuda_graphs=on`: a C launcher that was
+//! valid without graphs stays valid.
 
 use std::collections::HashMap;
 
@@ -86,8 +90,8 @@ impl LaneGraphs {
                 format!(
                     "a batch of {kernels} kernel(s) captured as a CUDA graph was invalidated: a \
                  launcher made a call that stream capture does not allow (a synchronous copy or \
-                 a synchronisation; a launcher must only enqueue work on its stream); set \
-                 cuda_graphs=off to launch kernels one by one"
+                 a synchronisation; a launcher must only enqueue work on its stream); drop \
+                 the task's launch-only hint or set cuda_graphs=off to launch kernels one by one"
                 ),
             ));
         }
@@ -98,8 +102,8 @@ impl LaneGraphs {
                 format!(
                     "a launcher in a batch of {kernels} kernel(s) captured as a CUDA graph \
                      enqueued a copy {copy}: a graph accesses it when it runs, not during the \
-                     call as a stream copy of pageable memory does; copy page-locked memory or \
-                     set cuda_graphs=off"
+                     call as a stream copy of pageable memory does; copy page-locked memory, drop \
+                     the task's launch-only hint or set cuda_graphs=off"
                 ),
             )),
             None => self.launch(kernels, graph, stream),

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::backend::host_copy::HostCopy;
+use crate::backend::interface::GraphCapture;
 use crate::grid::{GridBox, Id, Range};
 
 fn backend_or_skip(test: &str) -> Option<CudaBackend> {
@@ -64,6 +65,7 @@ fn invocation(device: DeviceId, base: *mut u8, elements: usize) -> KernelInvocat
         host_objects: Vec::new(),
         device: Some(device),
         collective_comm: 0,
+        launch_only: false,
     }
 }
 
@@ -579,15 +581,26 @@ struct QueuedBehindHold {
     outcomes: Vec<std::result::Result<(), String>>,
 }
 
-/// A backend with graphs on and a device array of `n` u32: the launchers `launcher(i)` for `i`
-/// in `0..n` are all queued on lane 0 behind a 100 ms hold of the submission thread (so they
-/// form graph batches), then awaited. `None` without a GPU.
+/// A backend with every kernel capturable and a device array of `n` u32: the launchers
+/// `launcher(i)` for `i` in `0..n` are all queued on lane 0 behind a 100 ms hold of the
+/// submission thread (so they form graph batches), then awaited. `None` without a GPU.
 fn queue_behind_hold(
     test: &str,
     n: usize,
     launcher: impl Fn(usize) -> Launcher,
 ) -> Option<QueuedBehindHold> {
-    let mut backend = backend_or_skip(test)?.with_kernel_graphs(true);
+    queue_behind_hold_capturing(test, GraphCapture::All, n, |i| (launcher(i), false))
+}
+
+/// [`queue_behind_hold`] with graphs set to `capture`; `launcher(i)` also says whether kernel
+/// `i` is declared launch-only.
+fn queue_behind_hold_capturing(
+    test: &str,
+    capture: GraphCapture,
+    n: usize,
+    launcher: impl Fn(usize) -> (Launcher, bool),
+) -> Option<QueuedBehindHold> {
+    let mut backend = backend_or_skip(test)?.with_kernel_graphs(capture);
     let device = DeviceId(0);
     let memory = backend.system_info().native_memory(device);
     let on_device = allocate(&mut backend, memory, n * 4);
@@ -599,7 +612,12 @@ fn queue_behind_hold(
     );
     let events: Vec<AsyncEvent> = (0..n)
         .map(|i| {
-            backend.enqueue_device_kernel(device, 0, launcher(i), invocation(device, on_device, n))
+            let (launcher, launch_only) = launcher(i);
+            let invocation = KernelInvocation {
+                launch_only,
+                ..invocation(device, on_device, n)
+            };
+            backend.enqueue_device_kernel(device, 0, launcher, invocation)
         })
         .collect();
     // The hold itself joins the first batch when the kernels were queued before it ran.
@@ -632,6 +650,34 @@ fn queued_kernels_launch_as_graph_batches_in_stream_order() {
     let values = download_u32(&mut run.backend, run.on_device, n);
     assert_eq!(values, (0..n as u32).collect::<Vec<_>>());
     println!("{test}: {n} kernels in {batches} graph batches, results in stream order");
+}
+
+#[test]
+fn with_graphs_auto_only_kernels_declared_launch_only_join_graph_batches() {
+    let test = "with_graphs_auto_only_kernels_declared_launch_only_join_graph_batches";
+    let n = 64;
+    // `cuda_graphs=auto`, the default (the config tests pin that).
+    let capture = GraphCapture::LaunchOnly;
+    for declared in [false, true] {
+        let Some(mut run) =
+            queue_behind_hold_capturing(test, capture, n, |i| (fill_from(i, n), declared))
+        else {
+            return;
+        };
+        assert!(run.outcomes.iter().all(|o| o.is_ok()), "{:?}", run.outcomes);
+        let batches = run.backend.graph_batches_launched();
+        if declared {
+            assert!(
+                batches >= n.div_ceil(graphs::MAX_GRAPH_KERNELS),
+                "{n} kernels declared launch-only formed {batches} graph batches"
+            );
+        } else {
+            assert_eq!(batches, 0, "undeclared kernels were captured");
+        }
+        let values = download_u32(&mut run.backend, run.on_device, n);
+        assert_eq!(values, (0..n as u32).collect::<Vec<_>>());
+        println!("{test}: declared {declared}: {batches} graph batches, results in order");
+    }
 }
 
 #[test]

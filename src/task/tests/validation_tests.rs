@@ -252,6 +252,7 @@ fn geometry_hint_and_side_effect_errors() {
                 .name("k")
                 .hint_split_2d()
                 .hint_oversubscribe(4)
+                .hint_launch_only()
                 .constrain_split(Range::new(8, 16, 1)),
         )
         .unwrap();
@@ -260,7 +261,8 @@ fn geometry_hint_and_side_effect_errors() {
         task.hints(),
         &Hints {
             split_2d: true,
-            oversubscribe: 4
+            oversubscribe: 4,
+            launch_only: true,
         }
     );
     assert_eq!(task.geometry().granularity, Range::new(8, 16, 1));
