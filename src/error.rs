@@ -118,7 +118,19 @@ impl Error {
 
 /// An empty byte vector with room for `len` bytes (a length the program chose), failing with
 /// `OutOfMemory` naming `argument` instead of aborting the process when the allocation fails.
+///
+/// A length beyond the machine's memory is refused before allocating: an allocator that only
+/// reserves address space (mimalloc does) would succeed, and copying into it would then read
+/// past the program's data or touch pages the machine cannot back.
 pub fn try_byte_vec(len: usize, argument: &str) -> Result<Vec<u8>> {
+    if let Some(memory) = host_memory_bytes().filter(|&memory| len > memory) {
+        return Err(Error::new(
+            ErrorKind::OutOfMemory,
+            format!(
+                "argument `{argument}`: a copy of {len} bytes exceeds this machine's memory ({memory} bytes)"
+            ),
+        ));
+    }
     let mut bytes = Vec::new();
     bytes.try_reserve_exact(len).map_err(|_| {
         Error::new(
@@ -127,4 +139,30 @@ pub fn try_byte_vec(len: usize, argument: &str) -> Result<Vec<u8>> {
         )
     })?;
     Ok(bytes)
+}
+
+/// The host's physical memory (`MemTotal` of `/proc/meminfo`), read once; `None` where there is
+/// no such file.
+fn host_memory_bytes() -> Option<usize> {
+    static MEMORY: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *MEMORY.get_or_init(|| {
+        let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+        kib.checked_mul(1024)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_copy_beyond_the_machines_memory_is_refused_before_allocating() {
+        // 64 TiB: more than any host's memory, and address space mimalloc would reserve.
+        let e = try_byte_vec(1 << 46, "op.identity").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::OutOfMemory);
+        assert!(e.message().contains("`op.identity`"), "{}", e.message());
+        assert_eq!(try_byte_vec(64, "x").unwrap().capacity(), 64);
+    }
 }

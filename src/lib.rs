@@ -29,3 +29,11 @@ pub mod types;
 pub mod user_objects;
 
 pub use error::{Error, ErrorKind, Result};
+
+/// With feature `mimalloc`, the runtime's Rust allocations come from mimalloc: the scheduler
+/// allocates instructions that the executor frees, and the executor allocates submissions that
+/// a device thread frees; glibc returns such a block to its arena under that arena's lock, which
+/// the allocating thread contends for (`__lll_lock_wait_private` in the H200 floor profile).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static RUNTIME_HEAP: mimalloc::MiMalloc = mimalloc::MiMalloc;

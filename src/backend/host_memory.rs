@@ -1,7 +1,11 @@
 //! Aligned host allocations owned by the runtime (memory 1, and the memories of emulated host
 //! devices).
+//!
+//! Buffer memory comes from the system allocator, whatever the global allocator is: its sizes
+//! are the user's, and glibc refuses what the machine cannot back (an out-of-memory error at
+//! allocation), where mimalloc reserves address space and fails only when the pages are touched.
 
-use std::alloc::{Layout, alloc, dealloc};
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::ptr::NonNull;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -39,7 +43,7 @@ impl HostAllocation {
             )
         })?;
         // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { alloc(layout) };
+        let ptr = unsafe { System.alloc(layout) };
         let ptr = NonNull::new(ptr).ok_or_else(|| {
             Error::new(
                 ErrorKind::OutOfMemory,
@@ -67,8 +71,9 @@ impl HostAllocation {
 
 impl Drop for HostAllocation {
     fn drop(&mut self) {
-        // SAFETY: `ptr` was returned by `alloc` with exactly this layout and is freed only here.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+        // SAFETY: `ptr` was returned by `System.alloc` with exactly this layout and is freed only
+        // here.
+        unsafe { System.dealloc(self.ptr.as_ptr(), self.layout) }
     }
 }
 

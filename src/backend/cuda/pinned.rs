@@ -6,7 +6,7 @@
 //! way, and registering 1 GiB of huge-page memory 33 ms against 69 ms with 4 KiB pages
 //! (docs/gpu.md). Both kinds are portable (usable from every context).
 
-use std::alloc::{Layout, alloc, dealloc};
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::c_void;
 
 use cudarc::driver::sys;
@@ -49,8 +49,9 @@ impl PinnedAllocator for DriverPinned {
             return Ok(pointer as usize);
         }
         let layout = huge_page_layout(bytes)?;
-        // SAFETY: the layout has a non-zero size (at least one huge page).
-        let pointer = unsafe { alloc(layout) };
+        // SAFETY: the layout has a non-zero size (at least one huge page). The system allocator,
+        // like `HostAllocation`: these sizes follow the program's buffers.
+        let pointer = unsafe { System.alloc(layout) };
         if pointer.is_null() {
             return Err(Error::new(
                 ErrorKind::OutOfMemory,
@@ -62,7 +63,7 @@ impl PinnedAllocator for DriverPinned {
         // unregisters it; the context is current.
         if let Err(error) = unsafe { register(pointer as usize, bytes) } {
             // SAFETY: allocated above with this layout, never handed out.
-            unsafe { dealloc(pointer, layout) };
+            unsafe { System.dealloc(pointer, layout) };
             return Err(error.context(format!("pinning {bytes} host bytes")));
         }
         Ok(pointer as usize)
@@ -84,7 +85,7 @@ impl PinnedAllocator for DriverPinned {
         }
         if let Ok(layout) = huge_page_layout(bytes) {
             // SAFETY: allocated in `allocate` with this layout (the pool passes the block's size).
-            unsafe { dealloc(address as *mut u8, layout) };
+            unsafe { System.dealloc(address as *mut u8, layout) };
         }
     }
 }
