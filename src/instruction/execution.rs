@@ -32,7 +32,7 @@ use crate::policy::ErrorPolicy;
 use crate::task::{BufferLabel, ExecutionTarget, Task, fmt_region};
 use crate::types::{AllocationId, BufferId, CollectiveGroupId, DeviceId, InstructionId, MemoryId};
 
-use super::buffer_state::{PendingReceive, PerMemory, clip};
+use super::buffer_state::{PendingReceive, PerMemory, ReadsByMemory, clip};
 use super::generator::{InstructionGraphGenerator, LocalChunk, SCALAR_BOX, SchedulingHint};
 use super::instruction::{BufferAccessAllocation, InstructionKind};
 use super::recorder::{DependencyOrigin, RecordDetail};
@@ -142,7 +142,7 @@ impl InstructionGraphGenerator {
         self.create_collective_group(task);
         let chunks = self.split_task(task, &execution_box, true)?;
         let bids = touched_buffers(task);
-        let requirements: Vec<ChunkRequirements> = chunks
+        let requirements: SmallVec<[ChunkRequirements; 1]> = chunks
             .iter()
             .map(|c| ChunkRequirements::new(task, &c.execution_box, &bids))
             .collect();
@@ -368,7 +368,7 @@ impl InstructionGraphGenerator {
 
         let host = MemoryId::HOST;
         let mut required = footprint.required;
-        let mut reads_by_memory: PerMemory<Vec<Region>> = PerMemory::new();
+        let mut reads_by_memory: ReadsByMemory = PerMemory::new();
         for (c, r) in chunks.iter().zip(requirements) {
             let b = r.buffer(bid);
             required
@@ -631,10 +631,15 @@ impl InstructionGraphGenerator {
             return SchedulingHint::IsSelfContained;
         };
         let task = command.task();
+        let access_map = task.access_map();
+        // half of a typical program's kernels touch no buffer: nothing to allocate
+        if access_map.num_accesses() == 0 && task.reductions().is_empty() {
+            return SchedulingHint::IsSelfContained;
+        }
         let Ok(chunks) = self.split_task(task, execution_range, false) else {
             return SchedulingHint::IsSelfContained;
         };
-        let mut required: Vec<((BufferId, MemoryId), BoxVec)> = Vec::new();
+        let mut required: SmallVec<[((BufferId, MemoryId), BoxVec); 2]> = SmallVec::new();
         let mut require = |bid: BufferId, mid: MemoryId, boxes: &[GridBox]| match required
             .iter_mut()
             .find(|(k, _)| *k == (bid, mid))
@@ -642,7 +647,6 @@ impl InstructionGraphGenerator {
             Some((_, v)) => v.extend_from_slice(boxes),
             None => required.push(((bid, mid), boxes.iter().copied().collect())),
         };
-        let access_map = task.access_map();
         for bid in access_map.accessed_buffers() {
             for c in &chunks {
                 require(
