@@ -9,7 +9,7 @@ use super::assignment::{
     touched_buffers,
 };
 use super::buffer_state::{BufferState, WriteState};
-use super::command::{Command, CommandDependencies, CommandDependency, CommandKind, CommandRef};
+use super::command::{Command, CommandBatch, CommandDependencies, CommandDependency, CommandKind};
 use super::graph::CommandTable;
 use super::node_bitset::NodeBitset;
 use super::recorder::CommandRecorder;
@@ -66,7 +66,7 @@ pub struct CommandGraphGenerator {
     pub(super) completed_reductions: Vec<ReductionId>,
     recorder: Option<CommandRecorder>,
     /// Commands of the current `build_task`, not shared until it returns them.
-    batch: Vec<CommandRef>,
+    batch: CommandBatch,
     /// The task of the current `build_task`.
     batch_task: Option<Arc<Task>>,
 }
@@ -101,7 +101,7 @@ impl CommandGraphGenerator {
             current_horizon: None,
             completed_reductions: Vec::new(),
             recorder: None,
-            batch: Vec::new(),
+            batch: CommandBatch::new(),
             batch_task: None,
         })
     }
@@ -216,7 +216,7 @@ impl CommandGraphGenerator {
     /// Generates the commands of `task` for this node and returns them in topological order.
     /// On error (an access-pattern violation under policy `Error`, or an unsupported reduction
     /// pattern) nothing has changed.
-    pub fn build_task(&mut self, task: &Arc<Task>) -> Result<Vec<CommandRef>> {
+    pub fn build_task(&mut self, task: &Arc<Task>) -> Result<CommandBatch> {
         let prune_before = self.epoch_for_new_commands;
         debug_assert!(self.batch.is_empty());
         let first_cid = self.next_cid;
