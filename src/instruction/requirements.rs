@@ -25,7 +25,7 @@ pub(crate) struct BufferRequirements {
 #[derive(Debug, Clone)]
 pub(crate) struct ChunkRequirements {
     /// Per access of the task, the region it touches.
-    pub accesses: Vec<Region>,
+    pub accesses: SmallVec<[Region; 1]>,
     /// Per buffer the task touches (accesses and reductions), in the order given.
     pub buffers: SmallVec<[BufferRequirements; 2]>,
 }
@@ -34,7 +34,7 @@ impl ChunkRequirements {
     /// Evaluates every access of `task` on `chunk`, for the buffers `bids`.
     pub fn new(task: &Task, chunk: &GridBox, bids: &[BufferId]) -> Self {
         let access_map = task.access_map();
-        let accesses: Vec<Region> = (0..access_map.num_accesses())
+        let accesses: SmallVec<[Region; 1]> = (0..access_map.num_accesses())
             .map(|i| access_map.requirements_for_nth_access(i, chunk))
             .collect();
         let buffers = bids
