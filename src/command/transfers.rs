@@ -171,7 +171,8 @@ impl CommandGraphGenerator {
                 .position(|b| b == p.bid)
                 .unwrap_or(usize::MAX)
         });
-        for mut scratch in per_buffer {
+        // drained, not moved: a by-value loop first copies the whole inline list
+        for mut scratch in per_buffer.drain(..) {
             let targets: SmallVec<[(NodeId, Region); 2]> = scratch
                 .targets
                 .into_iter()
@@ -213,7 +214,7 @@ impl CommandGraphGenerator {
                 });
             }
         }
-        for (bid, builder) in per_buffer {
+        for (bid, builder) in per_buffer.drain(..) {
             let region = builder.into_region();
             debug_assert!(self.num_nodes > 1, "stale data on a single node");
             let transfer = TransferId {
