@@ -142,10 +142,12 @@ impl InstructionGraphGenerator {
         self.create_collective_group(task);
         let chunks = self.split_task(task, &execution_box, true)?;
         let bids = touched_buffers(task);
-        let requirements: SmallVec<[ChunkRequirements; 1]> = chunks
-            .iter()
-            .map(|c| ChunkRequirements::new(task, &c.execution_box, &bids))
-            .collect();
+        // evaluated into the records of earlier tasks
+        let mut requirements = std::mem::take(&mut self.requirements);
+        requirements.resize_with(chunks.len(), ChunkRequirements::default);
+        for (r, c) in requirements.iter_mut().zip(&chunks) {
+            r.evaluate(task, &c.execution_box, &bids);
+        }
         if self.policies.overlapping_write != ErrorPolicy::Ignore {
             self.report_overlapping_writes(task, &requirements);
         }
@@ -203,6 +205,7 @@ impl InstructionGraphGenerator {
                     .add_dependency(i, self.em.last_epoch, DependencyOrigin::LastEpoch);
             }
         }
+        self.requirements = requirements;
         Ok(())
     }
 
