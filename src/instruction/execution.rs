@@ -542,53 +542,47 @@ impl InstructionGraphGenerator {
         requirements: &[ChunkRequirements],
         instructions: &[InstructionId],
     ) {
-        // per chunk, per buffer: reads, writes (including reduction outputs) and their bounds
-        let sets: SmallVec<[SmallVec<[AccessSets; 4]>; 1]> = requirements
-            .iter()
-            .map(|r| {
-                r.buffers
-                    .iter()
-                    .map(|b| {
-                        let writes = if task.reductions().iter().any(|r| r.bid == b.bid) {
-                            Cow::Owned(b.writes.union_box(&SCALAR_BOX))
-                        } else {
-                            Cow::Borrowed(&b.writes)
-                        };
-                        let bounds = b.reads.bounding_box().bounding_box(&writes.bounding_box());
-                        (b.bid, &b.reads, writes, bounds)
-                    })
-                    .filter(|(_, r, w, _)| !r.is_empty() || !w.is_empty())
-                    .collect()
-            })
-            .collect();
-
-        for ((c, set), &instruction) in chunks.iter().zip(&sets).zip(instructions) {
-            for (bid, reads, writes, bounds) in set {
-                let buffer = &self.buffers[bid];
-                let touched = buffer.memories[c.memory.0 as usize]
-                    .allocations
-                    .iter()
-                    .filter(|a| a.allocated_box.intersects(bounds));
-                for allocation in touched {
-                    let b = &allocation.allocated_box;
-                    self.em.add_dependencies_on_last_writers(
-                        instruction,
-                        allocation,
-                        &clip(reads, b),
-                    );
-                    self.em.add_dependencies_on_last_accesses(
-                        instruction,
-                        allocation,
-                        &clip(writes, b),
-                        DependencyOrigin::WriteToAllocation,
-                    );
+        // per chunk (its index), per buffer: reads, writes (including reduction outputs) and
+        // their bounds; pushed one by one (a collected list of lists was copied whole)
+        let mut sets: SmallVec<[(usize, AccessSets); 2]> = SmallVec::new();
+        for (i, r) in requirements.iter().enumerate() {
+            for b in &r.buffers {
+                if b.reads.is_empty() && b.writes.is_empty() {
+                    continue;
                 }
+                let writes = if task.reductions().iter().any(|r| r.bid == b.bid) {
+                    Cow::Owned(b.writes.union_box(&SCALAR_BOX))
+                } else {
+                    Cow::Borrowed(&b.writes)
+                };
+                let bounds = b.reads.bounding_box().bounding_box(&writes.bounding_box());
+                sets.push((i, (b.bid, &b.reads, writes, bounds)));
             }
         }
-        if let ([c], [set], [instruction]) = (chunks, sets.as_slice(), instructions) {
+
+        for (i, (bid, reads, writes, bounds)) in &sets {
+            let (c, instruction) = (&chunks[*i], instructions[*i]);
+            let buffer = &self.buffers[bid];
+            let touched = buffer.memories[c.memory.0 as usize]
+                .allocations
+                .iter()
+                .filter(|a| a.allocated_box.intersects(bounds));
+            for allocation in touched {
+                let b = &allocation.allocated_box;
+                self.em
+                    .add_dependencies_on_last_writers(instruction, allocation, &clip(reads, b));
+                self.em.add_dependencies_on_last_accesses(
+                    instruction,
+                    allocation,
+                    &clip(writes, b),
+                    DependencyOrigin::WriteToAllocation,
+                );
+            }
+        }
+        if let ([c], [instruction]) = (chunks, instructions) {
             // A single writer: reads of written elements are superseded by the write, and the
             // write is atomic, which needs half the tracking updates of the general case.
-            for (bid, reads, writes, bounds) in set {
+            for (_, (bid, reads, writes, bounds)) in &sets {
                 let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
                 let read_only = if writes.is_empty() {
                     Cow::Borrowed(*reads)
@@ -604,24 +598,22 @@ impl InstructionGraphGenerator {
             }
             return;
         }
-        for (c, set) in chunks.iter().zip(&sets) {
-            for (bid, _, writes, bounds) in set {
-                let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
-                for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
-                    allocation.begin_concurrent_writes(&clip(writes, &allocation.allocated_box));
-                }
+        for (i, (bid, _, writes, bounds)) in &sets {
+            let c = &chunks[*i];
+            let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
+            for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
+                allocation.begin_concurrent_writes(&clip(writes, &allocation.allocated_box));
             }
         }
-        for ((c, set), &instruction) in chunks.iter().zip(&sets).zip(instructions) {
-            for (bid, reads, writes, bounds) in set {
-                let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
-                for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
-                    let b = allocation.allocated_box;
-                    allocation.track_concurrent_read(&clip(reads, &b), instruction);
-                    allocation.track_concurrent_write(&clip(writes, &b), instruction);
-                }
-                buffer.track_original_write(writes, instruction, c.memory);
+        for (i, (bid, reads, writes, bounds)) in &sets {
+            let (c, instruction) = (&chunks[*i], instructions[*i]);
+            let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
+            for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
+                let b = allocation.allocated_box;
+                allocation.track_concurrent_read(&clip(reads, &b), instruction);
+                allocation.track_concurrent_write(&clip(writes, &b), instruction);
             }
+            buffer.track_original_write(writes, instruction, c.memory);
         }
     }
 
