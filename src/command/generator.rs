@@ -69,6 +69,9 @@ pub struct CommandGraphGenerator {
     batch: CommandBatch,
     /// The task of the current `build_task`.
     batch_task: Option<Arc<Task>>,
+    /// The chunk requirements of the last task built, whose storage the next reuses (boxed: the
+    /// record is several hundred bytes to move in and out).
+    requirements: Option<Box<ChunkRequirements>>,
 }
 
 impl CommandGraphGenerator {
@@ -103,6 +106,7 @@ impl CommandGraphGenerator {
             recorder: None,
             batch: CommandBatch::new(),
             batch_task: None,
+            requirements: None,
         })
     }
 
@@ -460,11 +464,13 @@ impl CommandGraphGenerator {
         });
         // reductions need every remote reader of the buffers involved (to count readers and to
         // push partial results), so their tasks take the full requirements
-        let reqs = if pending || !task.reductions().is_empty() {
-            assignment::compute_requirements(task, &assignment.chunks, self.local_nid)
+        // evaluated into the record of the previous task
+        let mut reqs = self.requirements.take().unwrap_or_default();
+        if pending || !task.reductions().is_empty() {
+            assignment::compute_requirements(task, &assignment.chunks, self.local_nid, &mut reqs);
         } else {
-            self.compute_pushable_requirements(task, &assignment)
-        };
+            self.compute_pushable_requirements(task, &assignment, &mut reqs);
+        }
         self.validate(
             task,
             &assignment.chunks,
@@ -489,6 +495,7 @@ impl CommandGraphGenerator {
             }
         }
         self.update_fresh_regions(task, &local_writes);
+        self.requirements = Some(reqs);
         Ok(())
     }
 
@@ -503,7 +510,8 @@ impl CommandGraphGenerator {
         &self,
         task: &Task,
         assignment: &Assignment,
-    ) -> ChunkRequirements {
+        out: &mut ChunkRequirements,
+    ) {
         let map = task.access_map();
         let mut candidates: SmallVec<[PushCandidate; 4]> = SmallVec::new();
         for (access, acc) in map.accesses().iter().enumerate() {
@@ -520,7 +528,13 @@ impl CommandGraphGenerator {
                 pushable,
             });
         }
-        assignment::compute_pushable_requirements(task, assignment, self.local_nid, &candidates)
+        assignment::compute_pushable_requirements(
+            task,
+            assignment,
+            self.local_nid,
+            &candidates,
+            out,
+        );
     }
 
     /// Execution or fence commands for the local chunks; returns the local writes per buffer.
