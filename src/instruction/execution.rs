@@ -547,14 +547,14 @@ impl InstructionGraphGenerator {
         let mut sets: SmallVec<[(usize, AccessSets); 2]> = SmallVec::new();
         for (i, r) in requirements.iter().enumerate() {
             for b in &r.buffers {
-                if b.reads.is_empty() && b.writes.is_empty() {
-                    continue;
-                }
                 let writes = if task.reductions().iter().any(|r| r.bid == b.bid) {
                     Cow::Owned(b.writes.union_box(&SCALAR_BOX))
                 } else {
                     Cow::Borrowed(&b.writes)
                 };
+                if b.reads.is_empty() && writes.is_empty() {
+                    continue;
+                }
                 let bounds = b.reads.bounding_box().bounding_box(&writes.bounding_box());
                 sets.push((i, (b.bid, &b.reads, writes, bounds)));
             }
