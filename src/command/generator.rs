@@ -567,10 +567,12 @@ impl CommandGraphGenerator {
             self.add_side_effect_dependencies(task, cmd);
             self.add_epoch_dependency(cmd);
         }
-        local_writes
-            .into_iter()
-            .map(|(bid, w)| (bid, w.into_region()))
-            .collect()
+        // drained, not moved: a by-value iterator first copies the whole inline list
+        let mut regions = SmallVec::new();
+        for (bid, w) in local_writes.drain(..) {
+            regions.push((bid, w.into_region()));
+        }
+        regions
     }
 
     /// The execution (or fence) command of one local chunk, serialised after the previous

@@ -253,9 +253,7 @@ impl CommandGraphGenerator {
             .iter()
             .map(|r| r.bid)
             .filter(|bid| !map.accesses_buffer(*bid));
-        let buffers: SmallVec<[BufferId; 4]> =
-            map.accessed_buffers().chain(reduction_outputs).collect();
-        for bid in buffers {
+        for bid in map.accessed_buffers().chain(reduction_outputs) {
             let global_writes = if task.reductions().iter().any(|r| r.bid == bid) {
                 &scalar
             } else {
