@@ -161,7 +161,10 @@ impl SplitCache {
 /// The buffers whose pending reductions `task` may resolve: the accessed buffers, then the
 /// reduction outputs (a reduction into a pending buffer chains onto it).
 pub(super) fn touched_buffers(task: &Task) -> SmallVec<[BufferId; 4]> {
-    let mut out: SmallVec<[BufferId; 4]> = task.access_map().accessed_buffers().collect();
+    let mut out: SmallVec<[BufferId; 4]> = SmallVec::new();
+    for bid in task.access_map().accessed_buffers() {
+        out.push(bid);
+    }
     for r in task.reductions() {
         if !out.contains(&r.bid) {
             out.push(r.bid);
