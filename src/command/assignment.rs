@@ -161,7 +161,10 @@ impl SplitCache {
 /// The buffers whose pending reductions `task` may resolve: the accessed buffers, then the
 /// reduction outputs (a reduction into a pending buffer chains onto it).
 pub(super) fn touched_buffers(task: &Task) -> SmallVec<[BufferId; 4]> {
-    let mut out: SmallVec<[BufferId; 4]> = task.access_map().accessed_buffers().collect();
+    let mut out: SmallVec<[BufferId; 4]> = SmallVec::new();
+    for bid in task.access_map().accessed_buffers() {
+        out.push(bid);
+    }
     for r in task.reductions() {
         if !out.contains(&r.bid) {
             out.push(r.bid);
@@ -189,6 +192,7 @@ pub type RequirementsList = SmallVec<[BufferRequirements; 2]>;
 pub type BufferReads = SmallVec<[(BufferId, Region); 2]>;
 
 /// The requirements of all chunks of a task as seen from one node.
+#[derive(Default)]
 pub struct ChunkRequirements {
     /// Number of chunks of the whole task.
     pub num_chunks: usize,
@@ -273,12 +277,27 @@ pub fn chunk_requirements(
     chunk: &GridBox,
     consumers_only: bool,
 ) -> RequirementsList {
+    let mut list = RequirementsList::new();
+    chunk_requirements_into(task, node, chunk, consumers_only, &mut list);
+    list
+}
+
+/// [`chunk_requirements`] into `list` (emptied first), which lives where its caller keeps it: the
+/// list is several hundred bytes, and an empty kernel cost more in copies of it than in work.
+fn chunk_requirements_into(
+    task: &Task,
+    node: NodeId,
+    chunk: &GridBox,
+    consumers_only: bool,
+    list: &mut RequirementsList,
+) {
     let map = task.access_map();
-    let mut list = if *chunk == task.geometry().global_box() {
+    list.clear();
+    if *chunk == task.geometry().global_box() {
         // one chunk spanning the task (one node, master-node tasks): the access map holds its
         // regions already
-        map.accessed_buffers()
-            .map(|bid| BufferRequirements {
+        for bid in map.accessed_buffers() {
+            list.push(BufferRequirements {
                 bid,
                 consumed: map.task_consumed_region(bid).clone(),
                 produced: if consumers_only {
@@ -286,13 +305,13 @@ pub fn chunk_requirements(
                 } else {
                     map.task_produced_region(bid).clone()
                 },
-            })
-            .collect()
+            });
+        }
     } else {
-        evaluate_chunk(task, chunk, consumers_only)
-    };
+        evaluate_chunk(task, chunk, consumers_only, list);
+    }
     for reduction in task.reductions() {
-        let req = entry(&mut list, reduction.bid);
+        let req = entry(list, reduction.bid);
         if !consumers_only {
             req.produced = Region::from_box(SCALAR_BOX);
         }
@@ -300,11 +319,10 @@ pub fn chunk_requirements(
             req.consumed = Region::from_box(SCALAR_BOX);
         }
     }
-    list
 }
 
-/// The per-buffer regions of `chunk`, by evaluating every access's mapper on it.
-fn evaluate_chunk(task: &Task, chunk: &GridBox, consumers_only: bool) -> RequirementsList {
+/// The per-buffer regions of `chunk`, by evaluating every access's mapper on it, into `list`.
+fn evaluate_chunk(task: &Task, chunk: &GridBox, consumers_only: bool, list: &mut RequirementsList) {
     let map = task.access_map();
     let mut builders: SmallVec<[(BufferId, RegionBuilder, RegionBuilder); 2]> = SmallVec::new();
     for (i, access) in map.accesses().iter().enumerate() {
@@ -329,14 +347,13 @@ fn evaluate_chunk(task: &Task, chunk: &GridBox, consumers_only: bool) -> Require
             produced.add_region(&region);
         }
     }
-    builders
-        .into_iter()
-        .map(|(bid, consumed, produced)| BufferRequirements {
+    for (bid, consumed, produced) in builders.drain(..) {
+        list.push(BufferRequirements {
             bid,
             consumed: consumed.into_region(),
             produced: produced.into_region(),
-        })
-        .collect()
+        });
+    }
 }
 
 /// Requirements of all chunks, split into this node's chunks and the other nodes' reads.
@@ -344,11 +361,10 @@ pub fn compute_requirements(
     task: &Task,
     chunks: &[AssignedChunk],
     local: NodeId,
-) -> ChunkRequirements {
-    let mut out = ChunkRequirements::new(chunks.len());
-    for c in chunks.iter().filter(|c| c.node == local) {
-        out.add_local(task, c);
-    }
+    out: &mut ChunkRequirements,
+) {
+    out.reset(chunks.len());
+    out.set_local(task, chunks.iter().filter(|c| c.node == local));
     for c in chunks.iter().filter(|c| c.node != local) {
         let reqs = chunk_requirements(task, c.node, &c.chunk, true);
         let reads = out.remote_reads_of(c.node);
@@ -358,21 +374,31 @@ pub fn compute_requirements(
             }
         }
     }
-    out
 }
 
 impl ChunkRequirements {
-    fn new(num_chunks: usize) -> Self {
-        ChunkRequirements {
-            num_chunks,
-            local: SmallVec::new(),
-            remote_reads: Vec::new(),
-        }
+    /// Empties the remote reads for a task of `num_chunks` chunks, keeping the storage.
+    fn reset(&mut self, num_chunks: usize) {
+        self.num_chunks = num_chunks;
+        self.remote_reads.clear();
     }
 
-    fn add_local(&mut self, task: &Task, c: &AssignedChunk) {
-        let reqs = chunk_requirements(task, c.node, &c.chunk, false);
-        self.local.push((c.chunk, reqs));
+    /// Evaluates the local chunks `local` into the entries of the previous task (a new entry is
+    /// a copy of several hundred bytes).
+    fn set_local<'a>(
+        &mut self,
+        task: &Task,
+        local: impl Iterator<Item = &'a AssignedChunk> + Clone,
+    ) {
+        let n = local.clone().count();
+        self.local.truncate(n);
+        while self.local.len() < n {
+            self.local.push((GridBox::EMPTY, RequirementsList::new()));
+        }
+        for ((chunk, list), c) in self.local.iter_mut().zip(local) {
+            *chunk = c.chunk;
+            chunk_requirements_into(task, c.node, &c.chunk, false, list);
+        }
     }
 }
 
@@ -386,9 +412,9 @@ pub(super) struct PushCandidate {
     pub pushable: GridBox,
 }
 
-/// [`compute_requirements`] with the remote reads limited to what can lead to a push: the reads
-/// of the candidate accesses by remote chunks whose read bounds meet the candidate's pushable
-/// box. Range mappers are monotonic (Celerity's contract for custom mappers, which the task
+/// [`compute_requirements`] (into `out`) with the remote reads limited to what can lead to a
+/// push: the reads of the candidate accesses by remote chunks whose read bounds meet the
+/// candidate's pushable box. Range mappers are monotonic (Celerity's contract for custom mappers, which the task
 /// graph relies on as well: a chunk reads at most what a larger chunk containing it reads), so a
 /// run of neighbouring chunks can be ruled out at once by evaluating the mapper on the box that
 /// spans the run; the chunks are bisected down to the ones that read pushable data. A node thus
@@ -398,14 +424,13 @@ pub(super) fn compute_pushable_requirements(
     assignment: &Assignment,
     local: NodeId,
     candidates: &[PushCandidate],
-) -> ChunkRequirements {
+    out: &mut ChunkRequirements,
+) {
     let chunks = &assignment.chunks;
-    let mut out = ChunkRequirements::new(chunks.len());
-    for &i in &assignment.local {
-        out.add_local(task, &chunks[i]);
-    }
+    out.reset(chunks.len());
+    out.set_local(task, assignment.local.iter().map(|&i| &chunks[i]));
     if candidates.is_empty() || !assignment.has_remote() {
-        return out;
+        return;
     }
     let map = task.access_map();
     for cand in candidates {
@@ -440,7 +465,6 @@ pub(super) fn compute_pushable_requirements(
             }
         }
     }
-    out
 }
 
 /// Whether the chunks follow each other along dimension 0 with equal extents in the others.

@@ -125,6 +125,10 @@ pub struct Command {
 /// A shared, immutable command.
 pub type CommandRef = Arc<Command>;
 
+/// The commands of one task in topological order: on one node a task makes one command, so the
+/// list usually needs no allocation of its own.
+pub type CommandBatch = SmallVec<[CommandRef; 2]>;
+
 impl Command {
     /// The command's id (a per-node counter; ids of different nodes are unrelated).
     #[inline]

@@ -9,7 +9,7 @@ use super::assignment::{
     touched_buffers,
 };
 use super::buffer_state::{BufferState, WriteState};
-use super::command::{Command, CommandDependencies, CommandDependency, CommandKind, CommandRef};
+use super::command::{Command, CommandBatch, CommandDependencies, CommandDependency, CommandKind};
 use super::graph::CommandTable;
 use super::node_bitset::NodeBitset;
 use super::recorder::CommandRecorder;
@@ -66,9 +66,12 @@ pub struct CommandGraphGenerator {
     pub(super) completed_reductions: Vec<ReductionId>,
     recorder: Option<CommandRecorder>,
     /// Commands of the current `build_task`, not shared until it returns them.
-    batch: Vec<CommandRef>,
+    batch: CommandBatch,
     /// The task of the current `build_task`.
     batch_task: Option<Arc<Task>>,
+    /// The chunk requirements of the last task built, whose storage the next reuses (boxed: the
+    /// record is several hundred bytes to move in and out).
+    requirements: Option<Box<ChunkRequirements>>,
 }
 
 impl CommandGraphGenerator {
@@ -101,8 +104,9 @@ impl CommandGraphGenerator {
             current_horizon: None,
             completed_reductions: Vec::new(),
             recorder: None,
-            batch: Vec::new(),
+            batch: CommandBatch::new(),
             batch_task: None,
+            requirements: None,
         })
     }
 
@@ -216,7 +220,7 @@ impl CommandGraphGenerator {
     /// Generates the commands of `task` for this node and returns them in topological order.
     /// On error (an access-pattern violation under policy `Error`, or an unsupported reduction
     /// pattern) nothing has changed.
-    pub fn build_task(&mut self, task: &Arc<Task>) -> Result<Vec<CommandRef>> {
+    pub fn build_task(&mut self, task: &Arc<Task>) -> Result<CommandBatch> {
         let prune_before = self.epoch_for_new_commands;
         debug_assert!(self.batch.is_empty());
         let first_cid = self.next_cid;
@@ -460,11 +464,13 @@ impl CommandGraphGenerator {
         });
         // reductions need every remote reader of the buffers involved (to count readers and to
         // push partial results), so their tasks take the full requirements
-        let reqs = if pending || !task.reductions().is_empty() {
-            assignment::compute_requirements(task, &assignment.chunks, self.local_nid)
+        // evaluated into the record of the previous task
+        let mut reqs = self.requirements.take().unwrap_or_default();
+        if pending || !task.reductions().is_empty() {
+            assignment::compute_requirements(task, &assignment.chunks, self.local_nid, &mut reqs);
         } else {
-            self.compute_pushable_requirements(task, &assignment)
-        };
+            self.compute_pushable_requirements(task, &assignment, &mut reqs);
+        }
         self.validate(
             task,
             &assignment.chunks,
@@ -489,6 +495,7 @@ impl CommandGraphGenerator {
             }
         }
         self.update_fresh_regions(task, &local_writes);
+        self.requirements = Some(reqs);
         Ok(())
     }
 
@@ -503,7 +510,8 @@ impl CommandGraphGenerator {
         &self,
         task: &Task,
         assignment: &Assignment,
-    ) -> ChunkRequirements {
+        out: &mut ChunkRequirements,
+    ) {
         let map = task.access_map();
         let mut candidates: SmallVec<[PushCandidate; 4]> = SmallVec::new();
         for (access, acc) in map.accesses().iter().enumerate() {
@@ -520,7 +528,13 @@ impl CommandGraphGenerator {
                 pushable,
             });
         }
-        assignment::compute_pushable_requirements(task, assignment, self.local_nid, &candidates)
+        assignment::compute_pushable_requirements(
+            task,
+            assignment,
+            self.local_nid,
+            &candidates,
+            out,
+        );
     }
 
     /// Execution or fence commands for the local chunks; returns the local writes per buffer.
@@ -553,10 +567,12 @@ impl CommandGraphGenerator {
             self.add_side_effect_dependencies(task, cmd);
             self.add_epoch_dependency(cmd);
         }
-        local_writes
-            .into_iter()
-            .map(|(bid, w)| (bid, w.into_region()))
-            .collect()
+        // drained, not moved: a by-value iterator first copies the whole inline list
+        let mut regions = SmallVec::new();
+        for (bid, w) in local_writes.drain(..) {
+            regions.push((bid, w.into_region()));
+        }
+        regions
     }
 
     /// The execution (or fence) command of one local chunk, serialised after the previous

@@ -51,7 +51,9 @@ mod transfers;
 mod tests;
 
 pub use buffer_state::{SCALAR_BOX, WriteState};
-pub use command::{Command, CommandDependencies, CommandDependency, CommandKind, CommandRef};
+pub use command::{
+    Command, CommandBatch, CommandDependencies, CommandDependency, CommandKind, CommandRef,
+};
 pub use generator::{CommandGraphGenerator, CommandPolicies};
 pub use node_bitset::NodeBitset;
 pub use recorder::{CommandRecord, CommandRecorder};

@@ -171,7 +171,8 @@ impl CommandGraphGenerator {
                 .position(|b| b == p.bid)
                 .unwrap_or(usize::MAX)
         });
-        for mut scratch in per_buffer {
+        // drained, not moved: a by-value loop first copies the whole inline list
+        for mut scratch in per_buffer.drain(..) {
             let targets: SmallVec<[(NodeId, Region); 2]> = scratch
                 .targets
                 .into_iter()
@@ -213,7 +214,7 @@ impl CommandGraphGenerator {
                 });
             }
         }
-        for (bid, builder) in per_buffer {
+        for (bid, builder) in per_buffer.drain(..) {
             let region = builder.into_region();
             debug_assert!(self.num_nodes > 1, "stale data on a single node");
             let transfer = TransferId {
@@ -252,9 +253,7 @@ impl CommandGraphGenerator {
             .iter()
             .map(|r| r.bid)
             .filter(|bid| !map.accesses_buffer(*bid));
-        let buffers: SmallVec<[BufferId; 4]> =
-            map.accessed_buffers().chain(reduction_outputs).collect();
-        for bid in buffers {
+        for bid in map.accessed_buffers().chain(reduction_outputs) {
             let global_writes = if task.reductions().iter().any(|r| r.bid == bid) {
                 &scalar
             } else {

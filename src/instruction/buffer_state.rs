@@ -74,6 +74,9 @@ impl<T: Default> PerMemory<T> {
     }
 }
 
+/// The regions each memory's chunks read of one buffer (usually one chunk, one memory).
+pub(crate) type ReadsByMemory = PerMemory<SmallVec<[Region; 1]>>;
+
 /// Boxes grouped by a key (an original writer, a source memory): usually one or two groups, so
 /// a small vector beats a map. [`BoxGroups::into_regions`] yields the groups in key order.
 pub(crate) struct BoxGroups<K>(SmallVec<[(K, RegionBuilder); 2]>);

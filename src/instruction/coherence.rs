@@ -25,7 +25,7 @@ use crate::backend::system_info::SystemInfo;
 use crate::grid::{GridBox, Region, symmetrically_split_overlapping_regions};
 use crate::types::{AllocationId, BufferId, InstructionId, MemoryId};
 
-use super::buffer_state::{AccessFront, BoxGroups, BufferState, FrontMode, PerMemory, clip};
+use super::buffer_state::{AccessFront, BoxGroups, BufferState, FrontMode, ReadsByMemory, clip};
 use super::generator::InstructionGraphGenerator;
 use super::instruction::{CopyLayout, InstructionKind};
 use super::recorder::{CopyOrigin, DependencyOrigin, RecordDetail};
@@ -120,11 +120,7 @@ struct CopyPlans {
 impl InstructionGraphGenerator {
     /// Copies whatever the readers in `reads_by_memory` lack into their
     /// memories. The destination allocations must exist.
-    pub(super) fn establish_coherence(
-        &mut self,
-        bid: BufferId,
-        reads_by_memory: &PerMemory<Vec<Region>>,
-    ) {
+    pub(super) fn establish_coherence(&mut self, bid: BufferId, reads_by_memory: &ReadsByMemory) {
         let buffer = self.buffers.get(&bid).expect("unknown buffer");
         let needs = collect_copy_needs(buffer, &self.system, reads_by_memory);
         if needs.direct.is_empty() && needs.staged.is_empty() {
@@ -177,7 +173,7 @@ impl InstructionGraphGenerator {
 fn collect_copy_needs(
     buffer: &BufferState,
     system: &SystemInfo,
-    reads_by_memory: &PerMemory<Vec<Region>>,
+    reads_by_memory: &ReadsByMemory,
 ) -> CopyNeeds {
     let mut needs = CopyNeeds::default();
     for (dest, reads) in reads_by_memory.iter() {
@@ -334,7 +330,7 @@ fn plan_staged_copy(
 }
 
 /// Step 6: every destination is now up to date for all of its readers.
-fn mark_up_to_date(buffer: &mut BufferState, reads_by_memory: &PerMemory<Vec<Region>>) {
+fn mark_up_to_date(buffer: &mut BufferState, reads_by_memory: &ReadsByMemory) {
     for (mid, reads) in reads_by_memory.iter() {
         for read in reads {
             buffer.up_to_date.update_region_with(read, |mask| {

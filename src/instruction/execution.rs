@@ -32,7 +32,7 @@ use crate::policy::ErrorPolicy;
 use crate::task::{BufferLabel, ExecutionTarget, Task, fmt_region};
 use crate::types::{AllocationId, BufferId, CollectiveGroupId, DeviceId, InstructionId, MemoryId};
 
-use super::buffer_state::{PendingReceive, PerMemory, clip};
+use super::buffer_state::{PendingReceive, PerMemory, ReadsByMemory, clip};
 use super::generator::{InstructionGraphGenerator, LocalChunk, SCALAR_BOX, SchedulingHint};
 use super::instruction::{BufferAccessAllocation, InstructionKind};
 use super::recorder::{DependencyOrigin, RecordDetail};
@@ -108,10 +108,18 @@ impl BufferFootprint {
 
 /// The buffers a task touches (accesses and reductions), in id order.
 fn touched_buffers(task: &Task) -> SmallVec<[BufferId; 4]> {
-    let mut bids: SmallVec<[BufferId; 4]> = task.access_map().accessed_buffers().collect();
-    bids.extend(task.reductions().iter().map(|r| r.bid));
-    bids.sort_unstable();
-    bids.dedup();
+    // pushed one by one: a collect cost more than the work for the usual zero to two buffers
+    let mut bids: SmallVec<[BufferId; 4]> = SmallVec::new();
+    for bid in task.access_map().accessed_buffers() {
+        bids.push(bid);
+    }
+    for r in task.reductions() {
+        bids.push(r.bid);
+    }
+    if bids.len() > 1 {
+        bids.sort_unstable();
+        bids.dedup();
+    }
     bids
 }
 
@@ -142,10 +150,12 @@ impl InstructionGraphGenerator {
         self.create_collective_group(task);
         let chunks = self.split_task(task, &execution_box, true)?;
         let bids = touched_buffers(task);
-        let requirements: Vec<ChunkRequirements> = chunks
-            .iter()
-            .map(|c| ChunkRequirements::new(task, &c.execution_box, &bids))
-            .collect();
+        // evaluated into the records of earlier tasks
+        let mut requirements = std::mem::take(&mut self.requirements);
+        requirements.resize_with(chunks.len(), ChunkRequirements::default);
+        for (r, c) in requirements.iter_mut().zip(&chunks) {
+            r.evaluate(task, &c.execution_box, &bids);
+        }
         if self.policies.overlapping_write != ErrorPolicy::Ignore {
             self.report_overlapping_writes(task, &requirements);
         }
@@ -203,6 +213,7 @@ impl InstructionGraphGenerator {
                     .add_dependency(i, self.em.last_epoch, DependencyOrigin::LastEpoch);
             }
         }
+        self.requirements = requirements;
         Ok(())
     }
 
@@ -368,7 +379,7 @@ impl InstructionGraphGenerator {
 
         let host = MemoryId::HOST;
         let mut required = footprint.required;
-        let mut reads_by_memory: PerMemory<Vec<Region>> = PerMemory::new();
+        let mut reads_by_memory: ReadsByMemory = PerMemory::new();
         for (c, r) in chunks.iter().zip(requirements) {
             let b = r.buffer(bid);
             required
@@ -539,53 +550,47 @@ impl InstructionGraphGenerator {
         requirements: &[ChunkRequirements],
         instructions: &[InstructionId],
     ) {
-        // per chunk, per buffer: reads, writes (including reduction outputs) and their bounds
-        let sets: SmallVec<[SmallVec<[AccessSets; 4]>; 1]> = requirements
-            .iter()
-            .map(|r| {
-                r.buffers
-                    .iter()
-                    .map(|b| {
-                        let writes = if task.reductions().iter().any(|r| r.bid == b.bid) {
-                            Cow::Owned(b.writes.union_box(&SCALAR_BOX))
-                        } else {
-                            Cow::Borrowed(&b.writes)
-                        };
-                        let bounds = b.reads.bounding_box().bounding_box(&writes.bounding_box());
-                        (b.bid, &b.reads, writes, bounds)
-                    })
-                    .filter(|(_, r, w, _)| !r.is_empty() || !w.is_empty())
-                    .collect()
-            })
-            .collect();
-
-        for ((c, set), &instruction) in chunks.iter().zip(&sets).zip(instructions) {
-            for (bid, reads, writes, bounds) in set {
-                let buffer = &self.buffers[bid];
-                let touched = buffer.memories[c.memory.0 as usize]
-                    .allocations
-                    .iter()
-                    .filter(|a| a.allocated_box.intersects(bounds));
-                for allocation in touched {
-                    let b = &allocation.allocated_box;
-                    self.em.add_dependencies_on_last_writers(
-                        instruction,
-                        allocation,
-                        &clip(reads, b),
-                    );
-                    self.em.add_dependencies_on_last_accesses(
-                        instruction,
-                        allocation,
-                        &clip(writes, b),
-                        DependencyOrigin::WriteToAllocation,
-                    );
+        // per chunk (its index), per buffer: reads, writes (including reduction outputs) and
+        // their bounds; pushed one by one (a collected list of lists was copied whole)
+        let mut sets: SmallVec<[(usize, AccessSets); 2]> = SmallVec::new();
+        for (i, r) in requirements.iter().enumerate() {
+            for b in &r.buffers {
+                let writes = if task.reductions().iter().any(|r| r.bid == b.bid) {
+                    Cow::Owned(b.writes.union_box(&SCALAR_BOX))
+                } else {
+                    Cow::Borrowed(&b.writes)
+                };
+                if b.reads.is_empty() && writes.is_empty() {
+                    continue;
                 }
+                let bounds = b.reads.bounding_box().bounding_box(&writes.bounding_box());
+                sets.push((i, (b.bid, &b.reads, writes, bounds)));
             }
         }
-        if let ([c], [set], [instruction]) = (chunks, sets.as_slice(), instructions) {
+
+        for (i, (bid, reads, writes, bounds)) in &sets {
+            let (c, instruction) = (&chunks[*i], instructions[*i]);
+            let buffer = &self.buffers[bid];
+            let touched = buffer.memories[c.memory.0 as usize]
+                .allocations
+                .iter()
+                .filter(|a| a.allocated_box.intersects(bounds));
+            for allocation in touched {
+                let b = &allocation.allocated_box;
+                self.em
+                    .add_dependencies_on_last_writers(instruction, allocation, &clip(reads, b));
+                self.em.add_dependencies_on_last_accesses(
+                    instruction,
+                    allocation,
+                    &clip(writes, b),
+                    DependencyOrigin::WriteToAllocation,
+                );
+            }
+        }
+        if let ([c], [instruction]) = (chunks, instructions) {
             // A single writer: reads of written elements are superseded by the write, and the
             // write is atomic, which needs half the tracking updates of the general case.
-            for (bid, reads, writes, bounds) in set {
+            for (_, (bid, reads, writes, bounds)) in &sets {
                 let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
                 let read_only = if writes.is_empty() {
                     Cow::Borrowed(*reads)
@@ -601,24 +606,22 @@ impl InstructionGraphGenerator {
             }
             return;
         }
-        for (c, set) in chunks.iter().zip(&sets) {
-            for (bid, _, writes, bounds) in set {
-                let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
-                for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
-                    allocation.begin_concurrent_writes(&clip(writes, &allocation.allocated_box));
-                }
+        for (i, (bid, _, writes, bounds)) in &sets {
+            let c = &chunks[*i];
+            let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
+            for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
+                allocation.begin_concurrent_writes(&clip(writes, &allocation.allocated_box));
             }
         }
-        for ((c, set), &instruction) in chunks.iter().zip(&sets).zip(instructions) {
-            for (bid, reads, writes, bounds) in set {
-                let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
-                for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
-                    let b = allocation.allocated_box;
-                    allocation.track_concurrent_read(&clip(reads, &b), instruction);
-                    allocation.track_concurrent_write(&clip(writes, &b), instruction);
-                }
-                buffer.track_original_write(writes, instruction, c.memory);
+        for (i, (bid, reads, writes, bounds)) in &sets {
+            let (c, instruction) = (&chunks[*i], instructions[*i]);
+            let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
+            for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
+                let b = allocation.allocated_box;
+                allocation.track_concurrent_read(&clip(reads, &b), instruction);
+                allocation.track_concurrent_write(&clip(writes, &b), instruction);
             }
+            buffer.track_original_write(writes, instruction, c.memory);
         }
     }
 
@@ -631,10 +634,15 @@ impl InstructionGraphGenerator {
             return SchedulingHint::IsSelfContained;
         };
         let task = command.task();
+        let access_map = task.access_map();
+        // half of a typical program's kernels touch no buffer: nothing to allocate
+        if access_map.num_accesses() == 0 && task.reductions().is_empty() {
+            return SchedulingHint::IsSelfContained;
+        }
         let Ok(chunks) = self.split_task(task, execution_range, false) else {
             return SchedulingHint::IsSelfContained;
         };
-        let mut required: Vec<((BufferId, MemoryId), BoxVec)> = Vec::new();
+        let mut required: SmallVec<[((BufferId, MemoryId), BoxVec); 2]> = SmallVec::new();
         let mut require = |bid: BufferId, mid: MemoryId, boxes: &[GridBox]| match required
             .iter_mut()
             .find(|(k, _)| *k == (bid, mid))
@@ -642,7 +650,6 @@ impl InstructionGraphGenerator {
             Some((_, v)) => v.extend_from_slice(boxes),
             None => required.push(((bid, mid), boxes.iter().copied().collect())),
         };
-        let access_map = task.access_map();
         for bid in access_map.accessed_buffers() {
             for c in &chunks {
                 require(

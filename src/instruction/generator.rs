@@ -112,6 +112,8 @@ pub struct InstructionGraphGenerator {
     pub(super) collective_groups: IdMap<CollectiveGroupId, InstructionId>,
     pub(super) unreferenced_user_allocations: Vec<AllocationId>,
     pub(super) error: Option<Error>,
+    /// The chunk requirements of the last execution compiled, whose storage the next reuses.
+    pub(super) requirements: Vec<super::requirements::ChunkRequirements>,
 }
 
 impl InstructionGraphGenerator {
@@ -144,6 +146,7 @@ impl InstructionGraphGenerator {
             collective_groups: IdMap::default(),
             unreferenced_user_allocations: Vec::new(),
             error: None,
+            requirements: Vec::new(),
         }
     }
 

@@ -10,6 +10,8 @@
 //!   split also suits the receiver's allocation) and each gets a pilot and a `send` reading the
 //!   host allocation.
 
+use smallvec::SmallVec;
+
 use crate::grid::{BoxVec, GridBox, Region, split_into_communicator_compatible_boxes};
 use crate::types::{CommandId, InstructionId, MemoryId, NodeId, ReductionId, TransferId};
 
@@ -41,7 +43,8 @@ impl InstructionGraphGenerator {
                 by_writer.add(w.writer, b);
                 required.push(b);
             }
-            let send_regions: Vec<Region> = by_writer.into_regions().map(|(_, r)| r).collect();
+            let send_regions: SmallVec<[Region; 1]> =
+                by_writer.into_regions().map(|(_, r)| r).collect();
             self.allocate_contiguously(bid, MemoryId::HOST, required);
             let mut reads = PerMemory::new();
             *reads.entry(MemoryId::HOST) = send_regions;

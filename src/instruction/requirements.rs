@@ -22,10 +22,10 @@ pub(crate) struct BufferRequirements {
 }
 
 /// The requirements of one chunk.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct ChunkRequirements {
     /// Per access of the task, the region it touches.
-    pub accesses: Vec<Region>,
+    pub accesses: SmallVec<[Region; 1]>,
     /// Per buffer the task touches (accesses and reductions), in the order given.
     pub buffers: SmallVec<[BufferRequirements; 2]>,
 }
@@ -33,38 +33,45 @@ pub(crate) struct ChunkRequirements {
 impl ChunkRequirements {
     /// Evaluates every access of `task` on `chunk`, for the buffers `bids`.
     pub fn new(task: &Task, chunk: &GridBox, bids: &[BufferId]) -> Self {
+        let mut requirements = Self::default();
+        requirements.evaluate(task, chunk, bids);
+        requirements
+    }
+
+    /// [`ChunkRequirements::new`] in place: the record is several hundred bytes, and a kernel
+    /// without buffers cost more in copies of it than in evaluation.
+    pub fn evaluate(&mut self, task: &Task, chunk: &GridBox, bids: &[BufferId]) {
         let access_map = task.access_map();
-        let accesses: Vec<Region> = (0..access_map.num_accesses())
-            .map(|i| access_map.requirements_for_nth_access(i, chunk))
-            .collect();
-        let buffers = bids
-            .iter()
-            .map(|&bid| {
-                let mut reads: Option<Region> = None;
-                let mut writes: Option<Region> = None;
-                let mut contiguous = BoxVec::new();
-                for (i, region) in accesses.iter().enumerate() {
-                    let (b, mode) = access_map.nth_access(i);
-                    if b != bid || region.is_empty() {
-                        continue;
-                    }
-                    contiguous.push(region.bounding_box());
-                    if mode.is_consumer() {
-                        accumulate(&mut reads, region);
-                    }
-                    if mode.is_producer() {
-                        accumulate(&mut writes, region);
-                    }
+        self.accesses.clear();
+        self.accesses.extend(
+            (0..access_map.num_accesses())
+                .map(|i| access_map.requirements_for_nth_access(i, chunk)),
+        );
+        self.buffers.clear();
+        for &bid in bids {
+            let mut reads: Option<Region> = None;
+            let mut writes: Option<Region> = None;
+            let mut contiguous = BoxVec::new();
+            for (i, region) in self.accesses.iter().enumerate() {
+                let (b, mode) = access_map.nth_access(i);
+                if b != bid || region.is_empty() {
+                    continue;
                 }
-                BufferRequirements {
-                    bid,
-                    reads: reads.unwrap_or_default(),
-                    writes: writes.unwrap_or_default(),
-                    contiguous,
+                contiguous.push(region.bounding_box());
+                if mode.is_consumer() {
+                    accumulate(&mut reads, region);
                 }
-            })
-            .collect();
-        Self { accesses, buffers }
+                if mode.is_producer() {
+                    accumulate(&mut writes, region);
+                }
+            }
+            self.buffers.push(BufferRequirements {
+                bid,
+                reads: reads.unwrap_or_default(),
+                writes: writes.unwrap_or_default(),
+                contiguous,
+            });
+        }
     }
 
     /// The requirements on `bid`.

@@ -7,7 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use super::{SchedulerEvent, scheduler_panic};
-use crate::command::{CommandGraphGenerator, CommandRef};
+use crate::command::{CommandBatch, CommandGraphGenerator};
 use crate::debug::json_string;
 use crate::debug::trace::TraceLog;
 use crate::error::{Error, ErrorKind};
@@ -18,7 +18,7 @@ pub(crate) enum Compile {
     /// The commands of a task (none for a task without local work).
     Task {
         task: Arc<Task>,
-        commands: Vec<CommandRef>,
+        commands: CommandBatch,
     },
     /// Any other event, passed on as it came once the command graph has taken it into account
     /// (never [`SchedulerEvent::Task`]).

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::command_stage::Compile;
 use super::{SchedulerEvent, SchedulerSink, scheduler_panic};
-use crate::command::{CommandKind, CommandRef};
+use crate::command::{CommandBatch, CommandKind, CommandRef};
 use crate::debug::json_string;
 use crate::debug::trace::{SCHEDULER_TRACK, TraceLog};
 use crate::error::{Error, Result};
@@ -32,7 +32,7 @@ enum Queued {
 #[derive(Default)]
 pub(super) struct Spent {
     commands: Vec<CommandRef>,
-    command_lists: Vec<Vec<CommandRef>>,
+    command_lists: Vec<CommandBatch>,
     tasks: Vec<Arc<Task>>,
     /// Emptied record runs, for the command stage to fill again.
     pub(super) runs: Vec<Vec<Compile>>,
@@ -176,7 +176,7 @@ impl InstructionStage {
         }
     }
 
-    fn task(&mut self, task: &Arc<Task>, mut commands: Vec<CommandRef>) {
+    fn task(&mut self, task: &Arc<Task>, mut commands: CommandBatch) {
         #[cfg(test)]
         crate::thread_guard::inject_panic("instruction stage", task.name());
         let mut force_flush = false;
@@ -196,7 +196,10 @@ impl InstructionStage {
             }
             self.queue.push_back(Queued::Command(command, hint));
         }
-        if let Some(spent) = &mut self.spent {
+        // an inline list has no block to free
+        if let Some(spent) = &mut self.spent
+            && commands.spilled()
+        {
             spent.command_lists.push(commands);
         }
         if force_flush {
