@@ -633,22 +633,35 @@ fn queue_behind_hold_capturing(
     })
 }
 
+/// Queues `n` kernels behind a hold with graphs set to `capture`, kernel `i` setting `[i, n)` to
+/// `i` (so in stream order element `j` ends as `j`) and declared launch-only when `declared`;
+/// checks that all succeed in stream order and returns how many graph batches they formed.
+/// `None` without a GPU.
+fn graph_batches_of_ordered_fills(
+    test: &str,
+    capture: GraphCapture,
+    n: usize,
+    declared: bool,
+) -> Option<usize> {
+    let mut run = queue_behind_hold_capturing(test, capture, n, |i| (fill_from(i, n), declared))?;
+    assert!(run.outcomes.iter().all(|o| o.is_ok()), "{:?}", run.outcomes);
+    let batches = run.backend.graph_batches_launched();
+    let values = download_u32(&mut run.backend, run.on_device, n);
+    assert_eq!(values, (0..n as u32).collect::<Vec<_>>());
+    Some(batches)
+}
+
 #[test]
 fn queued_kernels_launch_as_graph_batches_in_stream_order() {
     let test = "queued_kernels_launch_as_graph_batches_in_stream_order";
     let n = 100;
-    // Kernel i sets [i, n) to i: in stream order element j ends as j.
-    let Some(mut run) = queue_behind_hold(test, n, |i| fill_from(i, n)) else {
+    let Some(batches) = graph_batches_of_ordered_fills(test, GraphCapture::All, n, false) else {
         return;
     };
-    assert!(run.outcomes.iter().all(|o| o.is_ok()), "{:?}", run.outcomes);
-    let batches = run.backend.graph_batches_launched();
     assert!(
         batches >= n.div_ceil(graphs::MAX_GRAPH_KERNELS),
         "{n} queued kernels formed {batches} graph batches"
     );
-    let values = download_u32(&mut run.backend, run.on_device, n);
-    assert_eq!(values, (0..n as u32).collect::<Vec<_>>());
     println!("{test}: {n} kernels in {batches} graph batches, results in stream order");
 }
 
@@ -659,13 +672,9 @@ fn with_graphs_auto_only_kernels_declared_launch_only_join_graph_batches() {
     // `cuda_graphs=auto`, the default (the config tests pin that).
     let capture = GraphCapture::LaunchOnly;
     for declared in [false, true] {
-        let Some(mut run) =
-            queue_behind_hold_capturing(test, capture, n, |i| (fill_from(i, n), declared))
-        else {
+        let Some(batches) = graph_batches_of_ordered_fills(test, capture, n, declared) else {
             return;
         };
-        assert!(run.outcomes.iter().all(|o| o.is_ok()), "{:?}", run.outcomes);
-        let batches = run.backend.graph_batches_launched();
         if declared {
             assert!(
                 batches >= n.div_ceil(graphs::MAX_GRAPH_KERNELS),
@@ -674,8 +683,6 @@ fn with_graphs_auto_only_kernels_declared_launch_only_join_graph_batches() {
         } else {
             assert_eq!(batches, 0, "undeclared kernels were captured");
         }
-        let values = download_u32(&mut run.backend, run.on_device, n);
-        assert_eq!(values, (0..n as u32).collect::<Vec<_>>());
         println!("{test}: declared {declared}: {batches} graph batches, results in order");
     }
 }
