@@ -5,7 +5,8 @@
 //   gpu_bench [all|transfer-options|transfers|floor|graphs]
 //     all: every figure; transfer-options: only the raw measurements of the ways to move user
 //     memory; transfers: those and the runtime's transfers; floor: the per-task figures only;
-//     graphs: raw CUDA only, the cost of an event per kernel and of CUDA graph launches
+//     graphs: raw CUDA only, the cost of an event per kernel and of CUDA graph launches;
+//     register: raw CUDA only, page-locking user memory per transfer against the staged copy
 #include <cuda_runtime.h>
 #include <emmintrin.h>
 #include <gnu/libc-version.h>
@@ -351,6 +352,122 @@ static void copy_kinds(void* dev, char* user, char* pinned, cudaStream_t s) {
     printf("raw: pinning 4 x 64 MiB slots: cudaHostAlloc %.1f ms, huge pages + touch + cudaHostRegister %.1f ms; "
            "cudaHostRegister of 1 GiB touched huge-page memory %.1f ms (then H2D %.2f GB/s), unregister %.1f ms\n",
            t_alloc * 1e3, t_reg * 1e3, t_reg_huge * 1e3, bytes / h2d_huge / 1e9, t_unreg_huge * 1e3);
+}
+
+// Page-locking pageable user memory for the length of one transfer, instead of a host copy
+// through staging slots: one cudaHostRegister of the whole range, the range split over several
+// registering threads, and registration pipelined with the DMA chunk by chunk (a chunk's DMA is
+// enqueued as soon as its registration returns). Compared with the staged copy in the same run.
+struct RangeSplit {
+    std::vector<std::pair<size_t, size_t>> pieces;  // offset, length; page-aligned boundaries
+    RangeSplit(size_t bytes, size_t piece) {
+        for (size_t off = 0; off < bytes; off += piece) pieces.push_back({off, std::min(piece, bytes - off)});
+    }
+};
+static double parallel_over(const RangeSplit& split, int threads, const std::function<void(size_t, size_t)>& f) {
+    std::atomic<size_t> next{0};
+    double t0 = now();
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+        ts.emplace_back([&] {
+            for (size_t i; (i = next.fetch_add(1)) < split.pieces.size();) f(split.pieces[i].first, split.pieces[i].second);
+        });
+    for (auto& t : ts) t.join();
+    return now() - t0;
+}
+static void register_options() {
+    const size_t bytes = GIB;
+    void* dev = nullptr;
+    CU(cudaMalloc(&dev, bytes));
+    CU(cudaMemset(dev, 3, bytes));
+    cudaStream_t s;
+    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    char* pinned = nullptr;
+    CU(cudaHostAlloc((void**)&pinned, bytes, cudaHostAllocPortable));
+    memset(pinned, 1, bytes);
+    double d2h_pinned = time_copy(cudaMemcpyDeviceToHost, pinned, dev, bytes, 3);
+    printf("raw: pinned D2H %.2f GB/s (%.1f ms)\n", bytes / d2h_pinned / 1e9, d2h_pinned * 1e3);
+    char* user = (char*)malloc(bytes);
+    memset(user, 2, bytes);
+    for (unsigned flags : {(unsigned)cudaHostRegisterDefault, (unsigned)cudaHostRegisterPortable}) {
+        double t0 = now();
+        CU(cudaHostRegister(user, bytes, flags));
+        double t_reg = now() - t0;
+        double d2h = time_copy(cudaMemcpyDeviceToHost, user, dev, bytes, 1);
+        t0 = now();
+        CU(cudaHostUnregister(user));
+        printf("raw: register 1 GiB warm, one call, flags %u: %.1f ms, D2H %.1f ms, unregister %.1f ms\n", flags,
+               t_reg * 1e3, d2h * 1e3, (now() - t0) * 1e3);
+    }
+    for (size_t piece : {size_t(16) << 20, size_t(64) << 20}) {
+        RangeSplit split(bytes, piece);
+        for (int threads : {1, 4, 8, 16}) {
+            double t_reg = parallel_over(split, threads, [&](size_t off, size_t len) {
+                CU(cudaHostRegister(user + off, len, cudaHostRegisterDefault));
+            });
+            double t0 = now();
+            for (auto [off, len] : split.pieces)
+                CU(cudaMemcpyAsync(user + off, (char*)dev + off, len, cudaMemcpyDeviceToHost, s));
+            CU(cudaStreamSynchronize(s));
+            double t_dma = now() - t0;
+            double t_unreg = parallel_over(split, threads, [&](size_t off, size_t) { CU(cudaHostUnregister(user + off)); });
+            printf("raw: register 1 GiB warm in %zu MiB pieces on %d threads: %.1f ms, D2H %.1f ms, unregister %.1f ms\n",
+                   piece >> 20, threads, t_reg * 1e3, t_dma * 1e3, t_unreg * 1e3);
+        }
+    }
+    // pipelined: registering threads work through the chunks in order; the main thread enqueues
+    // each chunk's DMA once it is registered, then unregisters everything in parallel
+    for (size_t piece : {size_t(16) << 20, size_t(32) << 20, size_t(64) << 20}) {
+        for (int threads : {4, 8, 16}) {
+            RangeSplit split(bytes, piece);
+            std::vector<std::atomic<int>> ready(split.pieces.size());
+            for (auto& r : ready) r = 0;
+            std::atomic<size_t> next{0};
+            double t0 = now();
+            std::vector<std::thread> ts;
+            for (int t = 0; t < threads; ++t)
+                ts.emplace_back([&] {
+                    for (size_t i; (i = next.fetch_add(1)) < split.pieces.size();) {
+                        CU(cudaHostRegister(user + split.pieces[i].first, split.pieces[i].second, cudaHostRegisterDefault));
+                        ready[i].store(1, std::memory_order_release);
+                    }
+                });
+            for (size_t i = 0; i < split.pieces.size(); ++i) {
+                while (!ready[i].load(std::memory_order_acquire)) _mm_pause();
+                auto [off, len] = split.pieces[i];
+                CU(cudaMemcpyAsync(user + off, (char*)dev + off, len, cudaMemcpyDeviceToHost, s));
+            }
+            CU(cudaStreamSynchronize(s));
+            double t_copied = now() - t0;
+            for (auto& t : ts) t.join();
+            double t_unreg = parallel_over(split, threads, [&](size_t off, size_t) { CU(cudaHostUnregister(user + off)); });
+            double total = t_copied + t_unreg;
+            printf("raw: pipelined register + D2H, %zu MiB pieces, %d threads: copied after %.1f ms (%.2f GB/s), "
+                   "+ unregister %.1f ms = %.1f ms (%.2f GB/s, %.2f of pinned)\n",
+                   piece >> 20, threads, t_copied * 1e3, bytes / t_copied / 1e9, t_unreg * 1e3, total * 1e3,
+                   bytes / total / 1e9, d2h_pinned / total);
+        }
+    }
+    // fresh (never touched) user memory: registration faults the pages in
+    for (int threads : {1, 16}) {
+        char* fresh = (char*)malloc(bytes);
+        RangeSplit split(bytes, size_t(64) << 20);
+        double t_reg = parallel_over(split, threads, [&](size_t off, size_t len) {
+            CU(cudaHostRegister(fresh + off, len, cudaHostRegisterDefault));
+        });
+        double t_unreg = parallel_over(split, threads, [&](size_t off, size_t) { CU(cudaHostUnregister(fresh + off)); });
+        printf("raw: register 1 GiB fresh in 64 MiB pieces on %d threads: %.1f ms, unregister %.1f ms\n", threads,
+               t_reg * 1e3, t_unreg * 1e3);
+        free(fresh);
+    }
+    for (int rep = 0; rep < 2; ++rep) {
+        double d = staged_d2h(user, dev, bytes, pinned, size_t(64) << 20, 4, 16, s, parallel_nt_copy);
+        printf("raw: staged D2H 64 MiB x4 slots, 16 threads, streaming stores: %.1f ms (%.2f GB/s, %.2f of pinned)\n",
+               d * 1e3, bytes / d / 1e9, d2h_pinned / d);
+    }
+    free(user);
+    CU(cudaFreeHost(pinned));
+    CU(cudaFree(dev));
 }
 
 static void transfer_options() {
@@ -816,6 +933,10 @@ int main(int argc, char** argv) {
     CU(cudaFree(nullptr));  // create the primary context
     printf("device: %s\n", prop.name);
     printf("| figure | runtime | raw CUDA | ratio | target |\n|---|---|---|---|---|\n");
+    if (mode == "register") {
+        register_options();
+        return 0;
+    }
     if (mode == "graphs") {
         graph_options();
         return 0;

@@ -67,7 +67,7 @@ mod records;
 mod staging;
 mod submission;
 use pinned::DriverPinned;
-use records::DeviceRecords;
+use records::{DeviceRecords, RecordSlab, SharedSlots};
 use submission::{LaneSubmissions, Submission, SubmissionRecorder};
 
 fn device_error(what: &str, error: DriverError) -> Error {
@@ -187,6 +187,8 @@ pub struct CudaBackend {
     live: Arc<Mutex<HashSet<(MemoryId, usize)>>>,
     /// Pinned host memory: memory 1's allocations and staging chunks.
     pool: SharedPool,
+    /// Pinned slots for the host records of kernel chunks (`accessor_boundary_check`).
+    record_slots: SharedSlots,
     /// Host allocations the pool refused (beyond its limit), by address.
     pageable: Arc<Mutex<HashMap<usize, HostAllocation>>>,
     /// Page-locks the runtime's host copies in place (counted in `pool`).
@@ -302,12 +304,13 @@ impl CudaBackend {
             last_submission: std::cell::Cell::new(Instant::now()),
             kernel_graphs: GraphCapture::Off,
             pool,
+            record_slots: Arc::default(),
             pageable: Arc::default(),
         })
     }
 
-    /// Kernels that `capture` admits, queued back to back on one lane (no reductions, no
-    /// boundary records), are captured and launched as one CUDA graph ([`graphs`]).
+    /// Kernels that `capture` admits, queued back to back on one lane (no reductions, boundary
+    /// records only in pinned memory), are captured and launched as one CUDA graph ([`graphs`]).
     pub fn with_kernel_graphs(mut self, capture: GraphCapture) -> Self {
         self.kernel_graphs = capture;
         self
@@ -422,7 +425,7 @@ impl CudaBackend {
         lane: usize,
         what: &'static str,
         capturable: bool,
-        enqueue: impl FnOnce(Handle<sys::CUstream>) -> Result<()> + Send + 'static,
+        enqueue: impl FnOnce(Handle<sys::CUstream>, &mut RecordSlab) -> Result<()> + Send + 'static,
     ) -> AsyncEvent {
         let device_state = match self.device(device) {
             Ok(d) => d,
@@ -627,7 +630,7 @@ impl Backend for CudaBackend {
             CopyLane::Device(device, index) => {
                 let layout = source_box.copy_layout_to(&dest_box, elem_size);
                 let pool = self.pool.clone();
-                self.submit_to_stream(device, index, "copy", false, move |stream| {
+                self.submit_to_stream(device, index, "copy", false, move |stream, _| {
                     let (source, dest) = (source, dest);
                     // SAFETY: the caller guarantees validity until the event completes, which
                     // happens only after the stream passed the copy.
@@ -654,12 +657,13 @@ impl Backend for CudaBackend {
         launcher: Launcher,
         invocation: KernelInvocation,
     ) -> AsyncEvent {
-        // Reduction identities and boundary records are copied from host memory on the stream,
-        // which a graph would read at its launch instead: such kernels launch directly.
+        // Reduction identities (and boundary records outside the pinned pool) are copied from
+        // pageable memory on the stream, which a graph would read at its launch instead: such
+        // kernels launch directly.
         let capturable = self.kernel_graphs.admits(invocation.launch_only)
             && invocation.reductions.is_empty()
-            && !DeviceRecords::armed(&invocation.accessors);
-        self.submit_to_stream(device, lane, "kernel", capturable, move |stream| {
+            && DeviceRecords::capturable(&invocation.accessors, &self.pool);
+        self.submit_to_stream(device, lane, "kernel", capturable, move |stream, slab| {
             let mut invocation = invocation;
             for (slot, identity) in invocation
                 .reductions
@@ -679,7 +683,8 @@ impl Backend for CudaBackend {
             }
             // SAFETY: the executor armed the records from one block that lives until the chunk
             // completed, which is after the stream passed the download below.
-            let records = unsafe { DeviceRecords::upload(&mut invocation.accessors, stream.0) }?;
+            let records =
+                unsafe { DeviceRecords::upload(&mut invocation.accessors, stream.0, slab) }?;
             let environment = LaunchEnvironment {
                 stream: stream.0 as usize,
                 cuda: true,
@@ -695,7 +700,7 @@ impl Backend for CudaBackend {
     }
 
     fn device_bounds_records(&self, len: usize) -> Result<Option<BoundsRecords>> {
-        records::host_records(&self.pool, len).map(Some)
+        records::host_records(&self.pool, &self.record_slots, len).map(Some)
     }
 
     fn poll(&mut self) -> Result<()> {
@@ -774,6 +779,14 @@ impl Drop for CudaBackend {
                     };
                     lane_submissions.close(&job);
                 }
+                // What `cuda_graphs` did on this device: lets a program (and the GPU checks of
+                // the C++ frontend) see whether its kernels were captured at all.
+                let (batches, kernels) = submissions.iter().fold((0, 0), |(b, k), lane| {
+                    (b + lane.graphs.batches_launched, k + lane.graphs.kernels_in_batches)
+                });
+                tracing::debug!(
+                    "CUDA device D{index}: {kernels} kernel(s) launched in {batches} CUDA graph batch(es)"
+                );
                 for event in spare.lock().drain(..) {
                     // SAFETY: completed events of the current context, never used again.
                     unsafe { sys::cuEventDestroy_v2(event.0) };
@@ -785,6 +798,10 @@ impl Drop for CudaBackend {
                         let _ = result::stream::destroy(stream.0);
                     }
                 }
+                // The streams are idle: nothing uses the lanes' record blocks any more.
+                for lane_submissions in submissions.iter_mut() {
+                    lane_submissions.records.free();
+                }
                 Ok(Completion::Done)
             });
             retained.push(device.cu_device);
@@ -793,6 +810,7 @@ impl Drop for CudaBackend {
         // Retire the finished events and return the cached pinned blocks while the contexts
         // still exist, then release them.
         self.poll().ok();
+        self.record_slots.lock().return_blocks(&self.pool);
         self.pool.lock().trim();
         for cu_device in retained {
             // SAFETY: retained in new(); nothing uses the context any more.

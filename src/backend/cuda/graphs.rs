@@ -12,9 +12,10 @@
 //! much cheaper than instantiating one), so the runtime never replays work it did not just
 //! capture.
 //!
-//! Only kernels without reductions and without accessor boundary records are captured (those
-//! copy from host memory on the stream, which a graph would read at its launch instead of at
-//! the call). A launcher must only enqueue work on the stream it is given (API.md); one that
+//! Kernels with reductions, or with accessor boundary records outside the pinned pool, are not
+//! captured (their identities or records are copied from pageable host memory on the stream,
+//! which a graph would read at its launch instead of at the call); records in pinned memory are
+//! copied when the stream or graph reaches them either way ([`records`]). A launcher must only enqueue work on the stream it is given (API.md); one that
 //! makes a call that stream capture does not allow (a synchronous copy, a synchronisation), or
 //! enqueues a copy from or to pageable host memory (a stream stages it during the call, a graph
 //! would access it at its launch, after the launcher may have freed it), fails its whole batch
@@ -22,6 +23,8 @@
 //! declared its launcher launch-only (`hint_launch_only`; the C++ frontend does so for device
 //! lambdas, whose launcher it writes) or the program set `cuda_graphs=on`: a C launcher that was
 //! valid without graphs stays valid.
+//!
+//! [`records`]: super::records
 
 use std::collections::HashMap;
 
@@ -40,10 +43,14 @@ pub(super) const MAX_GRAPH_KERNELS: usize = 32;
 pub(super) struct LaneGraphs {
     /// Whether the lane's stream is capturing a batch.
     capturing: bool,
-    /// Executable graphs by the number of kernels they were instantiated for.
-    executables: HashMap<usize, Handle<sys::CUgraphExec>>,
+    /// Executable graphs by the number of kernels and of nodes they were instantiated for
+    /// (kernels with boundary records bring two copies each: batches of one kernel count may
+    /// differ in shape).
+    executables: HashMap<(usize, usize), Handle<sys::CUgraphExec>>,
     /// Batches launched so far (tests check that batches formed).
     pub(super) batches_launched: usize,
+    /// Kernels launched inside those batches (the shutdown summary reports them).
+    pub(super) kernels_in_batches: usize,
 }
 
 impl LaneGraphs {
@@ -96,7 +103,8 @@ impl LaneGraphs {
             ));
         }
         check("cuStreamEndCapture", ended)?;
-        let launched = match pageable_copy_in(graph) {
+        let nodes = graph_nodes(graph);
+        let launched = match pageable_copy_in(&nodes) {
             Some(copy) => Err(Error::new(
                 ErrorKind::Device,
                 format!(
@@ -106,7 +114,7 @@ impl LaneGraphs {
                      the task's launch-only hint or set cuda_graphs=off"
                 ),
             )),
-            None => self.launch(kernels, graph, stream),
+            None => self.launch((kernels, nodes.len()), graph, stream),
         };
         // SAFETY: the captured graph; an executable graph does not refer to it once
         // instantiated or updated.
@@ -114,15 +122,15 @@ impl LaneGraphs {
         launched
     }
 
-    /// Applies `graph` to the cached executable graph of `kernels` kernels (instantiating one
-    /// when there is none or the shapes differ) and launches it on `stream`.
+    /// Applies `graph` to the cached executable graph of its `shape` (kernels, nodes),
+    /// instantiating one when there is none or the update fails, and launches it on `stream`.
     fn launch(
         &mut self,
-        kernels: usize,
+        shape: (usize, usize),
         graph: sys::CUgraph,
         stream: Handle<sys::CUstream>,
     ) -> Result<()> {
-        let cached = self.executables.get(&kernels).copied();
+        let cached = self.executables.get(&shape).copied();
         let updated = cached.is_some_and(|exec| {
             let mut info = std::mem::MaybeUninit::<sys::CUgraphExecUpdateResultInfo>::zeroed();
             // SAFETY: an executable graph of this context (only this thread launches or updates
@@ -133,7 +141,7 @@ impl LaneGraphs {
         let exec = if updated {
             cached.expect("updated a cached graph")
         } else {
-            if let Some(stale) = self.executables.remove(&kernels) {
+            if let Some(stale) = self.executables.remove(&shape) {
                 // SAFETY: launches already enqueued keep their own copy of the graph's work.
                 unsafe { sys::cuGraphExecDestroy(stale.0) };
             }
@@ -142,7 +150,7 @@ impl LaneGraphs {
             check("cuGraphInstantiate", unsafe {
                 sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0)
             })?;
-            self.executables.insert(kernels, Handle(exec));
+            self.executables.insert(shape, Handle(exec));
             Handle(exec)
         };
         // SAFETY: an executable graph and a stream of the current context.
@@ -150,6 +158,7 @@ impl LaneGraphs {
             sys::cuGraphLaunch(exec.0, stream.0)
         })?;
         self.batches_launched += 1;
+        self.kernels_in_batches += shape.0;
         Ok(())
     }
 
@@ -162,24 +171,31 @@ impl LaneGraphs {
     }
 }
 
-/// The first copy in `graph` from or to pageable host memory, described ("from pageable host
-/// memory at 0x..."). Stream copies of pageable memory are staged during the call, so a
-/// launcher may free or reuse the memory at once; a graph would read or write it at its launch.
-fn pageable_copy_in(graph: sys::CUgraph) -> Option<String> {
+/// The nodes of a captured batch (empty if the driver does not list them).
+fn graph_nodes(graph: sys::CUgraph) -> GraphNodes {
     let mut count = 0usize;
     // SAFETY: a null node array asks for the count only.
     if unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut count) }
         != sys::CUresult::CUDA_SUCCESS
     {
-        return None;
+        return GraphNodes::new();
     }
-    // Batches hold at most MAX_GRAPH_KERNELS launches: their nodes fit on the stack.
-    let mut nodes: SmallVec<[sys::CUgraphNode; 2 * MAX_GRAPH_KERNELS]> =
-        smallvec::smallvec![std::ptr::null_mut(); count];
+    let mut nodes: GraphNodes = smallvec::smallvec![std::ptr::null_mut(); count];
     // SAFETY: room for `count` nodes.
     unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count) };
     nodes.truncate(count);
-    nodes.into_iter().find_map(|node| {
+    nodes
+}
+
+/// A batch's nodes: at most MAX_GRAPH_KERNELS launches, with their records' copies, fit on the
+/// stack.
+type GraphNodes = SmallVec<[sys::CUgraphNode; 3 * MAX_GRAPH_KERNELS]>;
+
+/// The first copy among `nodes` from or to pageable host memory, described ("from pageable
+/// host memory at 0x..."). Stream copies of pageable memory are staged during the call, so a
+/// launcher may free or reuse the memory at once; a graph would read or write it at its launch.
+fn pageable_copy_in(nodes: &[sys::CUgraphNode]) -> Option<String> {
+    nodes.iter().find_map(|&node| {
         // Node and memory types are C enums read as plain integers: a newer driver may write
         // values this binding does not name, and a zeroed struct holds none.
         let mut kind = u32::MAX;

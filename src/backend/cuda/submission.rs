@@ -11,6 +11,7 @@ use cudarc::driver::{result, sys};
 use parking_lot::Mutex;
 
 use super::graphs::{LaneGraphs, MAX_GRAPH_KERNELS};
+use super::records::RecordSlab;
 use super::{Handle, PendingEntry, PendingEvents, SpareEvents, device_error};
 use crate::backend::event::EventCompleter;
 use crate::backend::interface::SubmissionSlice;
@@ -41,6 +42,8 @@ pub(super) struct LaneSubmissions {
     /// The open batch's completers in stream order, each with its launcher's error if it
     /// failed: they reach the pending queue once the batch is launched.
     batch: Vec<(EventCompleter, Option<Error>)>,
+    /// The device block of the lane's accessor boundary records.
+    pub(super) records: RecordSlab,
 }
 
 /// One submission as the submission thread sees it.
@@ -58,12 +61,13 @@ pub(super) struct Submission<'a> {
 
 impl LaneSubmissions {
     /// Enqueues `enqueue` on the lane's stream (or captures it) and hands `completer` to the
-    /// pending queue, recording an event where needed.
+    /// pending queue, recording an event where needed. `enqueue` gets the stream and the lane's
+    /// records block.
     pub(super) fn submit(
         &mut self,
         job: &Submission,
         completer: EventCompleter,
-        enqueue: impl FnOnce(Handle<sys::CUstream>) -> Result<()>,
+        enqueue: impl FnOnce(Handle<sys::CUstream>, &mut RecordSlab) -> Result<()>,
     ) {
         if self.graphs.is_capturing() && !job.capturable {
             self.launch_batch(job, false);
@@ -75,7 +79,7 @@ impl LaneSubmissions {
             }
         }
         if self.graphs.is_capturing() {
-            let launched = enqueue(job.stream);
+            let launched = enqueue(job.stream, &mut self.records);
             let failed = launched.is_err();
             self.batch.push((completer, launched.err()));
             if failed || !job.more_queued || self.batch.len() >= MAX_GRAPH_KERNELS {
@@ -84,7 +88,9 @@ impl LaneSubmissions {
             return;
         }
         let record = !job.more_queued || self.unrecorded + 1 >= MAX_UNRECORDED;
-        match enqueue(job.stream).and_then(|()| record.then(|| self.record(job)).transpose()) {
+        match enqueue(job.stream, &mut self.records)
+            .and_then(|()| record.then(|| self.record(job)).transpose())
+        {
             Ok(event) => {
                 push(job, (event, Some(completer)));
                 self.unrecorded = if record { 0 } else { self.unrecorded + 1 };

@@ -687,6 +687,82 @@ fn with_graphs_auto_only_kernels_declared_launch_only_join_graph_batches() {
     }
 }
 
+/// What device code does on out-of-bounds accesses, written with memsets (which stream
+/// capture records like kernels): the chunk's first record gets `count` and the box [-1, 70)
+/// in dimension 0.
+fn record_violation(count: u32) -> Launcher {
+    Arc::new(move |inv: &KernelInvocation, env: &LaunchEnvironment| {
+        let record = inv.accessors[0].bounds.0 as sys::CUdeviceptr;
+        // count, min[3], max[3]: 64-bit fields, written as little-endian 32-bit halves
+        let fields: [i64; 7] = [count.into(), -1, 0, 0, 69, 0, 0];
+        for (i, &field) in fields.iter().enumerate() {
+            let bits = field as u64;
+            for (half, word) in [bits as u32, (bits >> 32) as u32].into_iter().enumerate() {
+                let address = record + (8 * i + 4 * half) as sys::CUdeviceptr;
+                // SAFETY: inside the chunk's device record; the stream's context is current.
+                check("cuMemsetD32Async", unsafe {
+                    sys::cuMemsetD32Async(address, word, 1, env.stream as sys::CUstream)
+                })?;
+            }
+        }
+        Ok(())
+    })
+}
+
+#[test]
+fn kernels_with_pinned_bounds_records_join_graph_batches_and_get_their_own_records_back() {
+    let test =
+        "kernels_with_pinned_bounds_records_join_graph_batches_and_get_their_own_records_back";
+    let Some(backend) = backend_or_skip(test) else {
+        return;
+    };
+    let mut backend = backend.with_kernel_graphs(GraphCapture::LaunchOnly);
+    let (device, n) = (DeviceId(0), 40usize);
+    let memory = backend.system_info().native_memory(device);
+    let on_device = allocate(&mut backend, memory, 64 * 4);
+    let hold = backend.enqueue_device_kernel(
+        device,
+        0,
+        hold_submission_thread(100),
+        invocation(device, on_device, 64),
+    );
+    // Every chunk's records go through the lane's one device block, chunk after chunk.
+    let chunks: Vec<_> = (0..n)
+        .map(|i| {
+            let records = backend
+                .device_bounds_records(1)
+                .unwrap()
+                .expect("CUDA records");
+            let mut inv = KernelInvocation {
+                launch_only: true,
+                ..invocation(device, on_device, 64)
+            };
+            inv.accessors[0].bounds = records.pointer(0);
+            let event =
+                backend.enqueue_device_kernel(device, 0, record_violation(i as u32 + 1), inv);
+            (records, event)
+        })
+        .collect();
+    let _ = wait(&mut backend, &hold);
+    for (i, (records, event)) in chunks.iter().enumerate() {
+        wait(&mut backend, event).unwrap();
+        let violations = records.violations();
+        assert_eq!(violations.len(), 1, "chunk {i}: {violations:?}");
+        assert_eq!(violations[0].1.count, i as u64 + 1, "chunk {i}");
+        assert_eq!(violations[0].1.display(1), "[-1,70)", "chunk {i}");
+    }
+    let batches = backend.graph_batches_launched();
+    assert!(
+        batches >= n.div_ceil(graphs::MAX_GRAPH_KERNELS),
+        "{n} kernels with pinned records formed {batches} graph batches"
+    );
+    println!("{test}: {n} kernels with records in {batches} graph batches, each record its own");
+    drop(chunks);
+    // SAFETY: the allocation is live and unused.
+    let event = unsafe { backend.enqueue_free(memory, on_device) };
+    wait(&mut backend, &event).unwrap();
+}
+
 #[test]
 fn a_failing_launcher_in_a_graph_batch_fails_its_kernel_only() {
     let test = "a_failing_launcher_in_a_graph_batch_fails_its_kernel_only";
