@@ -11,6 +11,7 @@ use smallvec::SmallVec;
 use super::access::BufferAccess;
 use super::command_group::{CommandGroup, TaskSpec};
 use super::graph::TaskGraph;
+use super::last_writers::LastWriterMap;
 use super::range_mapper::{BufferLabel, RangeMapper, fmt_box_dims};
 use super::recorder::{TaskRecord, TaskRecorder};
 use super::task::{
@@ -18,7 +19,7 @@ use super::task::{
     TaskType,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::grid::{GridBox, Range, Region, RegionBuilder, RegionMap, Subrange};
+use crate::grid::{GridBox, Range, Region, RegionBuilder, Subrange};
 use crate::policy::ErrorPolicy;
 use crate::types::{BufferId, CollectiveGroupId, HostObjectId, IdMap, TaskId};
 
@@ -62,9 +63,6 @@ impl<F: FnMut(&Arc<Task>)> TaskDelegate for F {
         self(task)
     }
 }
-
-/// Last writers per buffer element; `None` marks uninitialised data.
-pub type LastWriterMap = RegionMap<Option<TaskId>>;
 
 struct BufferState {
     dims: usize,
@@ -224,7 +222,7 @@ impl TaskManager {
                 dims,
                 range,
                 name: None,
-                last_writers: RegionMap::new(range, initial),
+                last_writers: LastWriterMap::new(range, initial),
             },
         );
         debug_assert!(previous.is_none(), "{bid} announced twice");
@@ -567,7 +565,7 @@ impl TaskManager {
             let graph = &self.graph;
             buffer
                 .last_writers
-                .query_region(consumed, |b, writer| match *writer {
+                .query_region(consumed, |b, writer| match writer {
                     Some(w) => deps.add(graph, w, DependencyKind::True, DependencyOrigin::Dataflow),
                     None => {
                         uninitialized.add_box(b);
@@ -602,7 +600,7 @@ impl TaskManager {
             let mut writers: SmallVec<[TaskId; 4]> = SmallVec::new();
             buffer
                 .last_writers
-                .query_region(produced, |_, writer| match *writer {
+                .update_region(produced, tid, |writer| match writer {
                     Some(w) if !writers.contains(&w) => writers.push(w),
                     _ => {}
                 });
@@ -610,7 +608,6 @@ impl TaskManager {
             for w in writers {
                 add_anti_dependencies_after(&self.graph, w, bid, produced, &produced_bounds, deps);
             }
-            buffer.last_writers.update_region(produced, Some(tid));
         }
     }
 

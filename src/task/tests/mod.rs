@@ -132,13 +132,15 @@ impl Ctx {
             [min, 0, 0],
             [max, 1, 1],
         ));
-        let values = self
-            .tm
+        let mut writers = Vec::new();
+        self.tm
             .last_writers(bid)
             .unwrap()
-            .get_region_values(&region);
-        assert_eq!(values.len(), 1, "several last writers: {values:?}");
-        values[0].1
+            .query_region(&region, |_, w| writers.push(w));
+        writers.sort();
+        writers.dedup();
+        assert_eq!(writers.len(), 1, "several last writers: {writers:?}");
+        writers[0]
     }
 }
 
