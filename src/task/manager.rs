@@ -69,7 +69,28 @@ struct BufferState {
     range: Range,
     name: Option<String>,
     last_writers: LastWriterMap,
+    readers: ReaderScan,
 }
+
+/// The dependents of one last writer of a buffer that consume some of it, with the bounding boxes
+/// of what they consume, gathered by the last anti-dependency scan of that writer's dependents.
+///
+/// A writer with many dependents (the init epoch or a horizon, on which every task of an
+/// interval depends) is scanned again for every task that overwrites part of its data, and
+/// looking into each dependent's access map costs far more than testing a box. So a long scan
+/// keeps what it found: the next scan of the same writer reads the list and looks only at the
+/// dependents added since (dependents are only ever appended). Same dependents, same order, same
+/// tests: the same edges.
+#[derive(Default)]
+struct ReaderScan {
+    writer: Option<TaskId>,
+    /// How many of the writer's dependents the list covers.
+    scanned: usize,
+    readers: Vec<(TaskId, GridBox)>,
+}
+
+/// A writer with at most this many dependents is scanned directly, without [`ReaderScan`].
+const DIRECT_SCAN_MAX: usize = 8;
 
 /// The point `[0,1)³` that reductions write (and read, when they include the old value).
 const SCALAR_BOX: GridBox = GridBox::UNIT;
@@ -223,6 +244,7 @@ impl TaskManager {
                 range,
                 name: None,
                 last_writers: LastWriterMap::new(range, initial),
+                readers: ReaderScan::default(),
             },
         );
         debug_assert!(previous.is_none(), "{bid} announced twice");
@@ -604,9 +626,13 @@ impl TaskManager {
                     Some(w) if !writers.contains(&w) => writers.push(w),
                     _ => {}
                 });
-            let produced_bounds = produced.bounding_box();
+            let write = Overwrite {
+                bid,
+                produced,
+                bounds: produced.bounding_box(),
+            };
             for w in writers {
-                add_anti_dependencies_after(&self.graph, w, bid, produced, &produced_bounds, deps);
+                add_anti_dependencies_after(&self.graph, w, &write, &mut buffer.readers, deps);
             }
         }
     }
@@ -747,6 +773,10 @@ impl TaskManager {
         let older = |t: TaskId| if t < epoch { epoch } else { t };
         for buffer in self.buffers.values_mut() {
             buffer.last_writers.apply_to_values(|w| w.map(older));
+            if buffer.readers.writer.is_some_and(|w| w < epoch) {
+                // no longer a last writer: free the list
+                buffer.readers = ReaderScan::default();
+            }
         }
         for last in self.last_collective.values_mut() {
             *last = older(*last);
@@ -758,41 +788,82 @@ impl TaskManager {
     }
 }
 
-/// Checks a submitted iteration space.
-/// Anti-dependencies of a task overwriting `produced` of `bid` on the readers of writer `w`'s
-/// data there, or on `w` itself when nobody read it in between (which orders the writes; a
-/// no-op if there is a true edge).
+/// What a new task overwrites in one buffer.
+struct Overwrite<'a> {
+    bid: BufferId,
+    produced: &'a Region,
+    /// Bounding box of `produced`.
+    bounds: GridBox,
+}
+
+/// Anti-dependencies of a task overwriting `write.produced` on the readers of writer `w`'s data
+/// there (its dependents that consume some of it), or on `w` itself when nobody read it in
+/// between (which orders the writes; a no-op if there is a true edge). `scan` is the buffer's
+/// list of the readers among a writer's dependents, used for a writer with many.
 #[inline]
 fn add_anti_dependencies_after(
     graph: &TaskGraph,
     w: TaskId,
-    bid: BufferId,
-    produced: &Region,
-    produced_bounds: &GridBox,
+    write: &Overwrite,
+    scan: &mut ReaderScan,
     deps: &mut DepsBuilder,
 ) {
     let mut has_anti_dependents = false;
-    for &dependent in graph.dependents(w) {
-        let reader = graph.get(dependent).expect("live dependent");
-        // bounding boxes first: most dependents read elsewhere or not at all
-        let reader_map = reader.access_map();
-        if !reader_map
-            .task_consumed_bounds(bid)
-            .intersects(produced_bounds)
-        {
-            continue;
-        }
-        if reader_map.task_consumed_region(bid).intersects(produced) {
+    let mut add_if_reads = |reader: TaskId, deps: &mut DepsBuilder| {
+        let reads = graph
+            .get(reader)
+            .expect("live dependent")
+            .access_map()
+            .task_consumed_region(write.bid)
+            .intersects(write.produced);
+        if reads {
             deps.add(
                 graph,
-                dependent,
+                reader,
                 DependencyKind::Anti,
                 DependencyOrigin::Dataflow,
             );
             has_anti_dependents = true;
         }
+    };
+    let dependents = graph.dependents(w);
+    if dependents.len() <= DIRECT_SCAN_MAX {
+        for &dependent in dependents {
+            // bounding boxes first: most dependents read elsewhere or not at all
+            if consumed_bounds(graph, dependent, write.bid).intersects(&write.bounds) {
+                add_if_reads(dependent, deps);
+            }
+        }
+    } else {
+        if scan.writer != Some(w) {
+            scan.writer = Some(w);
+            scan.scanned = 0;
+            scan.readers.clear();
+        }
+        for &dependent in &dependents[scan.scanned..] {
+            let bounds = consumed_bounds(graph, dependent, write.bid);
+            if !bounds.is_empty() {
+                scan.readers.push((dependent, bounds));
+            }
+        }
+        scan.scanned = dependents.len();
+        for &(reader, bounds) in &scan.readers {
+            if bounds.intersects(&write.bounds) {
+                add_if_reads(reader, deps);
+            }
+        }
     }
     if !has_anti_dependents {
         deps.add(graph, w, DependencyKind::Anti, DependencyOrigin::Dataflow);
     }
+}
+
+/// The bounding box of what the live task `tid` consumes of `bid` (empty if nothing).
+#[inline]
+fn consumed_bounds(graph: &TaskGraph, tid: TaskId, bid: BufferId) -> GridBox {
+    graph
+        .get(tid)
+        .expect("live dependent")
+        .access_map()
+        .task_consumed_bounds(bid)
 }

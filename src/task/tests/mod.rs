@@ -219,3 +219,36 @@ fn read_after_write_is_a_single_true_edge() {
         ]
     );
 }
+
+#[test]
+fn anti_dependencies_on_a_writer_with_many_dependents() {
+    // The init epoch wrote a host-initialised buffer that twelve tasks read one element each:
+    // more dependents than are scanned directly, so their reads are listed once and the list is
+    // extended by the readers that come later. An overwrite waits for exactly the readers of
+    // what it overwrites.
+    let mut ctx = Ctx::new();
+    let buf = ctx.buffer(&[32], true);
+    let read = |i| CommandGroup::new().read(buf, fixed1(i, 1));
+    let readers: Vec<TaskId> = (0..12).map(|i| ctx.master(read(i))).collect();
+    let first = ctx.master(CommandGroup::new().discard_write(buf, fixed1(0, 4)));
+    for (i, &r) in readers.iter().enumerate() {
+        assert_eq!(ctx.has_dep(first, r, Anti), i < 4, "reader of element {i}");
+    }
+    assert!(!ctx.has_dep(first, TaskId::INIT_EPOCH, Anti));
+    let late = ctx.master(read(20));
+    let second = ctx.master(CommandGroup::new().discard_write(buf, fixed1(8, 16)));
+    for (i, &r) in readers.iter().enumerate() {
+        assert_eq!(
+            ctx.has_dep(second, r, Anti),
+            i >= 8,
+            "reader of element {i}"
+        );
+    }
+    assert!(ctx.has_dep(second, late, Anti));
+    // nobody read what is left: an anti edge on the writer orders the writes
+    let third = ctx.master(CommandGroup::new().discard_write(buf, fixed1(28, 4)));
+    assert_eq!(
+        ctx.deps(third),
+        vec![dep(TaskId::INIT_EPOCH, True, DependencyOrigin::LastEpoch)]
+    );
+}
