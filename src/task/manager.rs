@@ -1,9 +1,11 @@
 //! [`TaskManager`]: turns submissions into tasks with their dependencies, inserts horizons and
 //! epochs, and prunes what the executor has finished.
 
+mod buffer_table;
 mod validation;
 
 use super::geometry::TaskGeometry;
+use buffer_table::BufferTable;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -110,7 +112,7 @@ pub struct TaskManager {
     recorder: Option<TaskRecorder>,
     graph: TaskGraph,
     next_tid: u64,
-    buffers: IdMap<BufferId, BufferState>,
+    buffers: BufferTable<BufferState>,
     /// One past the highest buffer / host object id announced: an absent id below it was
     /// released (INVALID_STATE), one at or above it never existed (INVALID_ARGUMENT).
     buffer_ids_issued: u64,
@@ -186,7 +188,7 @@ impl TaskManager {
             recorder: config.record.then(TaskRecorder::new),
             graph: TaskGraph::default(),
             next_tid: 0,
-            buffers: IdMap::default(),
+            buffers: BufferTable::default(),
             host_objects: IdMap::default(),
             buffer_ids_issued: 0,
             host_object_ids_issued: 0,
@@ -252,14 +254,14 @@ impl TaskManager {
 
     /// Sets a buffer's debug name (used in messages and records).
     pub fn notify_buffer_name_changed(&mut self, bid: BufferId, name: &str) {
-        if let Some(buffer) = self.buffers.get_mut(&bid) {
+        if let Some(buffer) = self.buffers.get_mut(bid) {
             buffer.name = Some(name.to_owned());
         }
     }
 
     /// Forgets a buffer; later submissions naming it are refused.
     pub fn notify_buffer_destroyed(&mut self, bid: BufferId) {
-        self.buffers.remove(&bid);
+        self.buffers.remove(bid);
     }
 
     /// Announces a host object.
@@ -323,7 +325,7 @@ impl TaskManager {
     /// The last writers of a buffer (`None`: uninitialised). The shutdown epoch leaves them as
     /// they were (no task can follow it).
     pub fn last_writers(&self, bid: BufferId) -> Option<&LastWriterMap> {
-        self.buffers.get(&bid).map(|b| &b.last_writers)
+        self.buffers.get(bid).map(|b| &b.last_writers)
     }
 
     /// Total number of last-writer entries over all buffers (tracking state that horizons bound).
@@ -340,7 +342,7 @@ impl TaskManager {
     pub fn buffer_label(&self, bid: BufferId) -> BufferLabel<'_> {
         BufferLabel {
             id: bid,
-            name: self.buffers.get(&bid).and_then(|b| b.name.as_deref()),
+            name: self.buffers.get(bid).and_then(|b| b.name.as_deref()),
         }
     }
 
@@ -487,7 +489,7 @@ impl TaskManager {
     // ===== internals =====
 
     fn buffer(&self, what: &str, bid: BufferId) -> Result<&BufferState> {
-        self.buffers.get(&bid).ok_or_else(|| {
+        self.buffers.get(bid).ok_or_else(|| {
             if bid.0 < self.buffer_ids_issued {
                 Error::invalid_state(format!(
                     "{what}: buffer {bid} was released before the command group was submitted"
@@ -553,8 +555,11 @@ impl TaskManager {
         });
         let buffers = bam.task_regions().chain(reductions);
 
-        self.add_true_dependencies(task, buffers.clone(), &mut deps)?;
-        self.add_anti_dependencies(tid, buffers, &mut deps);
+        // a task without buffers skips the set-up of the buffer steps, not only their loops
+        if bam.num_accesses() > 0 || !task.reductions.is_empty() {
+            self.add_true_dependencies(task, buffers.clone(), &mut deps)?;
+            self.add_anti_dependencies(tid, buffers, &mut deps);
+        }
         self.add_serialization_dependencies(task, &mut deps);
 
         // 5. anchor on the current epoch
@@ -582,7 +587,7 @@ impl TaskManager {
             if consumed.is_empty() {
                 continue;
             }
-            let buffer = &self.buffers[&bid];
+            let buffer = self.buffers.get(bid).expect("validated buffer");
             let mut uninitialized = RegionBuilder::new();
             let graph = &self.graph;
             buffer
@@ -618,7 +623,7 @@ impl TaskManager {
             if produced.is_empty() {
                 continue;
             }
-            let buffer = self.buffers.get_mut(&bid).expect("validated buffer");
+            let buffer = self.buffers.get_mut(bid).expect("validated buffer");
             let mut writers: SmallVec<[TaskId; 4]> = SmallVec::new();
             buffer
                 .last_writers
@@ -674,7 +679,7 @@ impl TaskManager {
             .iter()
             .any(|a| a.bid == bid && a.mode.is_producer());
         let label = task.title();
-        let dims = self.buffers[&bid].dims;
+        let dims = self.buffers.get(bid).expect("validated buffer").dims;
         let boxes: Vec<String> = region
             .boxes()
             .iter()
@@ -738,7 +743,7 @@ impl TaskManager {
         if let Some(recorder) = &mut self.recorder {
             let buffers = &self.buffers;
             recorder.record(TaskRecord::new(&task, |bid| {
-                buffers.get(&bid).and_then(|b| b.name.clone())
+                buffers.get(bid).and_then(|b| b.name.clone())
             }));
         }
         if let Some(delegate) = &mut self.delegate {
