@@ -138,7 +138,7 @@ impl LastWriterMap {
             if self.writers[i] != new {
                 self.writers[i] = new;
                 if !first {
-                    self.merge(smallvec::smallvec![i]);
+                    self.merge_one(i);
                 }
             }
             return;
@@ -161,7 +161,11 @@ impl LastWriterMap {
             self.writers.push(w);
         }
         let candidates = if first { start + 1 } else { start };
-        self.merge((candidates..self.boxes.len()).collect());
+        match self.boxes.len() - candidates {
+            0 => {}
+            1 => self.merge_one(candidates),
+            _ => self.merge((candidates..self.boxes.len()).collect()),
+        }
     }
 
     /// Replaces every writer `w` by `f(w)` and merges the entries that changed with equal-valued
@@ -176,6 +180,21 @@ impl LastWriterMap {
             }
         }
         self.merge(changed);
+    }
+
+    /// [`LastWriterMap::merge`] of a single candidate (the remainder of a cut entry, as when
+    /// a task writes one column of a buffer): it grows until it finds no partner.
+    fn merge_one(&mut self, mut i: usize) {
+        while let Some(j) = self.partner(i) {
+            let grown = self.boxes[i].bounding_box(&self.boxes[j]);
+            self.boxes[i] = grown;
+            let last = self.boxes.len() - 1;
+            self.boxes.swap_remove(j);
+            self.writers.swap_remove(j);
+            if i == last {
+                i = j;
+            }
+        }
     }
 
     /// Merges each candidate entry with equal-valued neighbours of matching shape until none is
