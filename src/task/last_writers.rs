@@ -30,6 +30,21 @@ pub struct LastWriterMap {
 /// A candidate of [`LastWriterMap::merge`] that was merged into another entry.
 const DEAD: usize = usize::MAX;
 
+/// [`GridBox::intersects`] for the scans of a map: two comparisons per dimension, stopping at
+/// the first that fails (the box test computes a maximum and a minimum per dimension, about 30
+/// instructions per entry where most entries of a large map fail in their first or second
+/// dimension). Empty boxes are `[0, 0)` and meet nothing here either.
+#[inline]
+fn meets(a: &GridBox, b: &GridBox) -> bool {
+    let (amin, amax, bmin, bmax) = (a.min_arr(), a.max_arr(), b.min_arr(), b.max_arr());
+    amin[0] < bmax[0]
+        && bmin[0] < amax[0]
+        && amin[1] < bmax[1]
+        && bmin[1] < amax[1]
+        && amin[2] < bmax[2]
+        && bmin[2] < amax[2]
+}
+
 /// True if the boxes are equal in every dimension but one and touch in that one.
 #[inline]
 fn mergeable(a: &GridBox, b: &GridBox) -> bool {
@@ -82,7 +97,7 @@ impl LastWriterMap {
     pub fn query_region(&self, r: &Region, mut f: impl FnMut(GridBox, Option<TaskId>)) {
         for q in r.boxes() {
             for (b, &w) in self.boxes.iter().zip(&self.writers) {
-                if b.intersects(q) {
+                if meets(b, q) {
                     f(b.intersection(q), w);
                 }
             }
@@ -125,10 +140,16 @@ impl LastWriterMap {
         }
         let new = Some(writer);
         let mut hits: SmallVec<[usize; 8]> = SmallVec::new();
-        for (i, e) in self.boxes.iter().enumerate() {
-            if e.intersects(&b) {
-                previous(self.writers[i]);
-                hits.push(i);
+        if self.boxes.len() == 1 {
+            // the one entry is the extent, which holds `b`
+            previous(self.writers[0]);
+            hits.push(0);
+        } else {
+            for (i, e) in self.boxes.iter().enumerate() {
+                if meets(e, &b) {
+                    previous(self.writers[i]);
+                    hits.push(i);
+                }
             }
         }
         if let [i] = hits[..]
