@@ -9,6 +9,7 @@
 //! probing points for merge partners and splitting nodes.
 
 use std::fmt;
+use std::num::NonZeroU64;
 
 use smallvec::SmallVec;
 
@@ -24,7 +25,7 @@ pub struct LastWriterMap {
     extent: GridBox,
     /// `boxes[i]` was last written by `writers[i]`: the boxes apart, so a query scans them densely.
     boxes: Vec<GridBox>,
-    writers: Vec<Option<TaskId>>,
+    writers: Vec<Writer>,
 }
 
 /// A candidate of [`LastWriterMap::merge`] that was merged into another entry.
@@ -43,6 +44,23 @@ fn meets(a: &GridBox, b: &GridBox) -> bool {
         && bmin[1] < amax[1]
         && amin[2] < bmax[2]
         && bmin[2] < amax[2]
+}
+
+/// A last writer as stored: `Option<TaskId>` in 8 bytes (task `t` as `t + 1`, `None` as 0), so
+/// the value comparisons of the merge scans are one compare of one word.
+#[derive(Copy, Clone, PartialEq, Eq)]
+struct Writer(Option<NonZeroU64>);
+
+impl Writer {
+    #[inline]
+    fn new(w: Option<TaskId>) -> Self {
+        Writer(w.map(|t| NonZeroU64::new(t.0.wrapping_add(1)).expect("task id below u64::MAX")))
+    }
+
+    #[inline]
+    fn get(self) -> Option<TaskId> {
+        self.0.map(|n| TaskId(n.get() - 1))
+    }
 }
 
 /// True if the boxes are equal in every dimension but one and touch in that one.
@@ -72,7 +90,7 @@ impl LastWriterMap {
         };
         if !extent.is_empty() {
             map.boxes.push(extent);
-            map.writers.push(initial);
+            map.writers.push(Writer::new(initial));
         }
         map
     }
@@ -98,7 +116,7 @@ impl LastWriterMap {
         for q in r.boxes() {
             for (b, &w) in self.boxes.iter().zip(&self.writers) {
                 if meets(b, q) {
-                    f(b.intersection(q), w);
+                    f(b.intersection(q), w.get());
                 }
             }
         }
@@ -107,7 +125,7 @@ impl LastWriterMap {
     /// Calls `f` for every entry.
     pub fn for_each(&self, mut f: impl FnMut(&GridBox, Option<TaskId>)) {
         for (b, &w) in self.boxes.iter().zip(&self.writers) {
-            f(b, w);
+            f(b, w.get());
         }
     }
 
@@ -138,16 +156,16 @@ impl LastWriterMap {
         if b.is_empty() {
             return;
         }
-        let new = Some(writer);
+        let new = Writer::new(Some(writer));
         let mut hits: SmallVec<[usize; 8]> = SmallVec::new();
         if self.boxes.len() == 1 {
             // the one entry is the extent, which holds `b`
-            previous(self.writers[0]);
+            previous(self.writers[0].get());
             hits.push(0);
         } else {
             for (i, e) in self.boxes.iter().enumerate() {
                 if meets(e, &b) {
-                    previous(self.writers[i]);
+                    previous(self.writers[i].get());
                     hits.push(i);
                 }
             }
@@ -168,7 +186,7 @@ impl LastWriterMap {
             return;
         }
         // Descending, so the swap-removal of one hit never moves another, unvisited one.
-        let mut pieces: SmallVec<[(GridBox, Option<TaskId>); 6]> = SmallVec::new();
+        let mut pieces: SmallVec<[(GridBox, Writer); 6]> = SmallVec::new();
         for &i in hits.iter().rev() {
             let e = self.boxes.swap_remove(i);
             let w = self.writers.swap_remove(i);
@@ -194,7 +212,7 @@ impl LastWriterMap {
     pub fn apply_to_values(&mut self, mut f: impl FnMut(Option<TaskId>) -> Option<TaskId>) {
         let mut changed: SmallVec<[usize; 8]> = SmallVec::new();
         for (i, w) in self.writers.iter_mut().enumerate() {
-            let nw = f(*w);
+            let nw = Writer::new(f(w.get()));
             if nw != *w {
                 *w = nw;
                 changed.push(i);
@@ -298,7 +316,7 @@ impl fmt::Debug for LastWriterMap {
             .boxes
             .iter()
             .copied()
-            .zip(self.writers.iter().copied())
+            .zip(self.writers.iter().map(|w| w.get()))
             .collect();
         entries.sort_by(|a, b| a.0.coordinate_order(&b.0));
         f.debug_struct("LastWriterMap")
