@@ -92,7 +92,7 @@ struct ReaderScan {
 }
 
 /// A writer with at most this many dependents is scanned directly, without [`ReaderScan`].
-const DIRECT_SCAN_MAX: usize = 8;
+const DIRECT_SCAN_MAX: usize = 2;
 
 /// The point `[0,1)³` that reductions write (and read, when they include the old value).
 const SCALAR_BOX: GridBox = GridBox::UNIT;
