@@ -256,7 +256,7 @@ fn anti_dependencies_on_a_writer_with_many_dependents() {
 #[test]
 fn a_task_fits_the_allocators_small_blocks() {
     // mimalloc serves blocks up to 1 KiB from per-size free lists; a larger `Arc<Task>` block
-    // took its aligned over-allocation path, about 200 instructions more per task
+    // took its aligned over-allocation path, about 175 instructions more per task
     let arc_block = std::mem::size_of::<Task>() + 2 * std::mem::size_of::<usize>();
     assert!(arc_block <= 1024, "Arc<Task> takes {arc_block} bytes");
 }
