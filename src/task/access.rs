@@ -87,8 +87,6 @@ struct BufferRegions {
     bid: BufferId,
     consumed: Region,
     produced: Region,
-    /// Bounding box of `consumed` (a cheap filter for the anti-dependency scan).
-    consumed_bounds: GridBox,
 }
 
 /// The accesses of a task, with the task-level regions (one chunk spanning the whole iteration
@@ -280,7 +278,7 @@ impl BufferAccessMap {
     #[inline]
     pub fn task_consumed_bounds(&self, bid: BufferId) -> GridBox {
         self.regions_of(bid)
-            .map_or(GridBox::EMPTY, |b| b.consumed_bounds)
+            .map_or(GridBox::EMPTY, |b| b.consumed.bounding_box())
     }
 
     /// Union of the producing accesses to `bid` over the whole task (empty if none).
@@ -400,11 +398,7 @@ fn compute_task_regions(task: TaskId, clamp_warned: &AtomicBool, data: &mut Acce
                 bid,
                 consumed,
                 produced,
-                consumed_bounds: GridBox::EMPTY,
             }),
         }
-    }
-    for b in buffers.iter_mut() {
-        b.consumed_bounds = b.consumed.bounding_box();
     }
 }

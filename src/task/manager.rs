@@ -1,9 +1,11 @@
 //! [`TaskManager`]: turns submissions into tasks with their dependencies, inserts horizons and
 //! epochs, and prunes what the executor has finished.
 
+mod buffer_table;
 mod validation;
 
 use super::geometry::TaskGeometry;
+use buffer_table::BufferTable;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -11,6 +13,7 @@ use smallvec::SmallVec;
 use super::access::BufferAccess;
 use super::command_group::{CommandGroup, TaskSpec};
 use super::graph::TaskGraph;
+use super::last_writers::LastWriterMap;
 use super::range_mapper::{BufferLabel, RangeMapper, fmt_box_dims};
 use super::recorder::{TaskRecord, TaskRecorder};
 use super::task::{
@@ -18,7 +21,7 @@ use super::task::{
     TaskType,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::grid::{GridBox, Range, Region, RegionBuilder, RegionMap, Subrange};
+use crate::grid::{GridBox, Range, Region, RegionBuilder, Subrange};
 use crate::policy::ErrorPolicy;
 use crate::types::{BufferId, CollectiveGroupId, HostObjectId, IdMap, TaskId};
 
@@ -63,15 +66,33 @@ impl<F: FnMut(&Arc<Task>)> TaskDelegate for F {
     }
 }
 
-/// Last writers per buffer element; `None` marks uninitialised data.
-pub type LastWriterMap = RegionMap<Option<TaskId>>;
-
 struct BufferState {
     dims: usize,
     range: Range,
     name: Option<String>,
     last_writers: LastWriterMap,
+    readers: ReaderScan,
 }
+
+/// The dependents of one last writer of a buffer that consume some of it, with the bounding boxes
+/// of what they consume, gathered by the last anti-dependency scan of that writer's dependents.
+///
+/// A writer with many dependents (the init epoch or a horizon, on which every task of an
+/// interval depends) is scanned again for every task that overwrites part of its data, and
+/// looking into each dependent's access map costs far more than testing a box. So a long scan
+/// keeps what it found: the next scan of the same writer reads the list and looks only at the
+/// dependents added since (dependents are only ever appended). Same dependents, same order, same
+/// tests: the same edges.
+#[derive(Default)]
+struct ReaderScan {
+    writer: Option<TaskId>,
+    /// How many of the writer's dependents the list covers.
+    scanned: usize,
+    readers: Vec<(TaskId, GridBox)>,
+}
+
+/// A writer with at most this many dependents is scanned directly, without [`ReaderScan`].
+const DIRECT_SCAN_MAX: usize = 2;
 
 /// The point `[0,1)³` that reductions write (and read, when they include the old value).
 const SCALAR_BOX: GridBox = GridBox::UNIT;
@@ -91,7 +112,7 @@ pub struct TaskManager {
     recorder: Option<TaskRecorder>,
     graph: TaskGraph,
     next_tid: u64,
-    buffers: IdMap<BufferId, BufferState>,
+    buffers: BufferTable<BufferState>,
     /// One past the highest buffer / host object id announced: an absent id below it was
     /// released (INVALID_STATE), one at or above it never existed (INVALID_ARGUMENT).
     buffer_ids_issued: u64,
@@ -167,7 +188,7 @@ impl TaskManager {
             recorder: config.record.then(TaskRecorder::new),
             graph: TaskGraph::default(),
             next_tid: 0,
-            buffers: IdMap::default(),
+            buffers: BufferTable::default(),
             host_objects: IdMap::default(),
             buffer_ids_issued: 0,
             host_object_ids_issued: 0,
@@ -224,7 +245,8 @@ impl TaskManager {
                 dims,
                 range,
                 name: None,
-                last_writers: RegionMap::new(range, initial),
+                last_writers: LastWriterMap::new(range, initial),
+                readers: ReaderScan::default(),
             },
         );
         debug_assert!(previous.is_none(), "{bid} announced twice");
@@ -232,14 +254,14 @@ impl TaskManager {
 
     /// Sets a buffer's debug name (used in messages and records).
     pub fn notify_buffer_name_changed(&mut self, bid: BufferId, name: &str) {
-        if let Some(buffer) = self.buffers.get_mut(&bid) {
+        if let Some(buffer) = self.buffers.get_mut(bid) {
             buffer.name = Some(name.to_owned());
         }
     }
 
     /// Forgets a buffer; later submissions naming it are refused.
     pub fn notify_buffer_destroyed(&mut self, bid: BufferId) {
-        self.buffers.remove(&bid);
+        self.buffers.remove(bid);
     }
 
     /// Announces a host object.
@@ -303,7 +325,7 @@ impl TaskManager {
     /// The last writers of a buffer (`None`: uninitialised). The shutdown epoch leaves them as
     /// they were (no task can follow it).
     pub fn last_writers(&self, bid: BufferId) -> Option<&LastWriterMap> {
-        self.buffers.get(&bid).map(|b| &b.last_writers)
+        self.buffers.get(bid).map(|b| &b.last_writers)
     }
 
     /// Total number of last-writer entries over all buffers (tracking state that horizons bound).
@@ -320,7 +342,7 @@ impl TaskManager {
     pub fn buffer_label(&self, bid: BufferId) -> BufferLabel<'_> {
         BufferLabel {
             id: bid,
-            name: self.buffers.get(&bid).and_then(|b| b.name.as_deref()),
+            name: self.buffers.get(bid).and_then(|b| b.name.as_deref()),
         }
     }
 
@@ -467,7 +489,7 @@ impl TaskManager {
     // ===== internals =====
 
     fn buffer(&self, what: &str, bid: BufferId) -> Result<&BufferState> {
-        self.buffers.get(&bid).ok_or_else(|| {
+        self.buffers.get(bid).ok_or_else(|| {
             if bid.0 < self.buffer_ids_issued {
                 Error::invalid_state(format!(
                     "{what}: buffer {bid} was released before the command group was submitted"
@@ -533,8 +555,11 @@ impl TaskManager {
         });
         let buffers = bam.task_regions().chain(reductions);
 
-        self.add_true_dependencies(task, buffers.clone(), &mut deps)?;
-        self.add_anti_dependencies(tid, buffers, &mut deps);
+        // a task without buffers skips the set-up of the buffer steps, not only their loops
+        if bam.num_accesses() > 0 || !task.reductions.is_empty() {
+            self.add_true_dependencies(task, buffers.clone(), &mut deps)?;
+            self.add_anti_dependencies(tid, buffers, &mut deps);
+        }
         self.add_serialization_dependencies(task, &mut deps);
 
         // 5. anchor on the current epoch
@@ -562,12 +587,12 @@ impl TaskManager {
             if consumed.is_empty() {
                 continue;
             }
-            let buffer = &self.buffers[&bid];
+            let buffer = self.buffers.get(bid).expect("validated buffer");
             let mut uninitialized = RegionBuilder::new();
             let graph = &self.graph;
             buffer
                 .last_writers
-                .query_region(consumed, |b, writer| match *writer {
+                .query_region(consumed, |b, writer| match writer {
                     Some(w) => deps.add(graph, w, DependencyKind::True, DependencyOrigin::Dataflow),
                     None => {
                         uninitialized.add_box(b);
@@ -598,19 +623,22 @@ impl TaskManager {
             if produced.is_empty() {
                 continue;
             }
-            let buffer = self.buffers.get_mut(&bid).expect("validated buffer");
+            let buffer = self.buffers.get_mut(bid).expect("validated buffer");
             let mut writers: SmallVec<[TaskId; 4]> = SmallVec::new();
             buffer
                 .last_writers
-                .query_region(produced, |_, writer| match *writer {
+                .update_region(produced, tid, |writer| match writer {
                     Some(w) if !writers.contains(&w) => writers.push(w),
                     _ => {}
                 });
-            let produced_bounds = produced.bounding_box();
+            let write = Overwrite {
+                bid,
+                produced,
+                bounds: produced.bounding_box(),
+            };
             for w in writers {
-                add_anti_dependencies_after(&self.graph, w, bid, produced, &produced_bounds, deps);
+                add_anti_dependencies_after(&self.graph, w, &write, &mut buffer.readers, deps);
             }
-            buffer.last_writers.update_region(produced, Some(tid));
         }
     }
 
@@ -651,7 +679,7 @@ impl TaskManager {
             .iter()
             .any(|a| a.bid == bid && a.mode.is_producer());
         let label = task.title();
-        let dims = self.buffers[&bid].dims;
+        let dims = self.buffers.get(bid).expect("validated buffer").dims;
         let boxes: Vec<String> = region
             .boxes()
             .iter()
@@ -715,7 +743,7 @@ impl TaskManager {
         if let Some(recorder) = &mut self.recorder {
             let buffers = &self.buffers;
             recorder.record(TaskRecord::new(&task, |bid| {
-                buffers.get(&bid).and_then(|b| b.name.clone())
+                buffers.get(bid).and_then(|b| b.name.clone())
             }));
         }
         if let Some(delegate) = &mut self.delegate {
@@ -750,6 +778,10 @@ impl TaskManager {
         let older = |t: TaskId| if t < epoch { epoch } else { t };
         for buffer in self.buffers.values_mut() {
             buffer.last_writers.apply_to_values(|w| w.map(older));
+            if buffer.readers.writer.is_some_and(|w| w < epoch) {
+                // no longer a last writer: free the list
+                buffer.readers = ReaderScan::default();
+            }
         }
         for last in self.last_collective.values_mut() {
             *last = older(*last);
@@ -761,41 +793,82 @@ impl TaskManager {
     }
 }
 
-/// Checks a submitted iteration space.
-/// Anti-dependencies of a task overwriting `produced` of `bid` on the readers of writer `w`'s
-/// data there, or on `w` itself when nobody read it in between (which orders the writes; a
-/// no-op if there is a true edge).
+/// What a new task overwrites in one buffer.
+struct Overwrite<'a> {
+    bid: BufferId,
+    produced: &'a Region,
+    /// Bounding box of `produced`.
+    bounds: GridBox,
+}
+
+/// Anti-dependencies of a task overwriting `write.produced` on the readers of writer `w`'s data
+/// there (its dependents that consume some of it), or on `w` itself when nobody read it in
+/// between (which orders the writes; a no-op if there is a true edge). `scan` is the buffer's
+/// list of the readers among a writer's dependents, used for a writer with many.
 #[inline]
 fn add_anti_dependencies_after(
     graph: &TaskGraph,
     w: TaskId,
-    bid: BufferId,
-    produced: &Region,
-    produced_bounds: &GridBox,
+    write: &Overwrite,
+    scan: &mut ReaderScan,
     deps: &mut DepsBuilder,
 ) {
     let mut has_anti_dependents = false;
-    for &dependent in graph.dependents(w) {
-        let reader = graph.get(dependent).expect("live dependent");
-        // bounding boxes first: most dependents read elsewhere or not at all
-        let reader_map = reader.access_map();
-        if !reader_map
-            .task_consumed_bounds(bid)
-            .intersects(produced_bounds)
-        {
-            continue;
-        }
-        if reader_map.task_consumed_region(bid).intersects(produced) {
+    let mut add_if_reads = |reader: TaskId, deps: &mut DepsBuilder| {
+        let reads = graph
+            .get(reader)
+            .expect("live dependent")
+            .access_map()
+            .task_consumed_region(write.bid)
+            .intersects(write.produced);
+        if reads {
             deps.add(
                 graph,
-                dependent,
+                reader,
                 DependencyKind::Anti,
                 DependencyOrigin::Dataflow,
             );
             has_anti_dependents = true;
         }
+    };
+    let dependents = graph.dependents(w);
+    if dependents.len() <= DIRECT_SCAN_MAX {
+        for &dependent in dependents {
+            // bounding boxes first: most dependents read elsewhere or not at all
+            if consumed_bounds(graph, dependent, write.bid).intersects(&write.bounds) {
+                add_if_reads(dependent, deps);
+            }
+        }
+    } else {
+        if scan.writer != Some(w) {
+            scan.writer = Some(w);
+            scan.scanned = 0;
+            scan.readers.clear();
+        }
+        for &dependent in &dependents[scan.scanned..] {
+            let bounds = consumed_bounds(graph, dependent, write.bid);
+            if !bounds.is_empty() {
+                scan.readers.push((dependent, bounds));
+            }
+        }
+        scan.scanned = dependents.len();
+        for &(reader, bounds) in &scan.readers {
+            if bounds.intersects(&write.bounds) {
+                add_if_reads(reader, deps);
+            }
+        }
     }
     if !has_anti_dependents {
         deps.add(graph, w, DependencyKind::Anti, DependencyOrigin::Dataflow);
     }
+}
+
+/// The bounding box of what the live task `tid` consumes of `bid` (empty if nothing).
+#[inline]
+fn consumed_bounds(graph: &TaskGraph, tid: TaskId, bid: BufferId) -> GridBox {
+    graph
+        .get(tid)
+        .expect("live dependent")
+        .access_map()
+        .task_consumed_bounds(bid)
 }

@@ -36,6 +36,7 @@ mod command_group;
 mod epoch_tracker;
 mod geometry;
 mod graph;
+mod last_writers;
 mod manager;
 mod range_mapper;
 mod recorder;
@@ -51,7 +52,8 @@ pub use command_group::{CommandGroup, HostTaskKind, ReductionRequest, TaskSpec};
 pub use epoch_tracker::EpochTracker;
 pub use geometry::TaskGeometry;
 pub use graph::TaskGraph;
-pub use manager::{LastWriterMap, TaskDelegate, TaskManager, TaskManagerConfig};
+pub use last_writers::LastWriterMap;
+pub use manager::{TaskDelegate, TaskManager, TaskManagerConfig};
 pub use range_mapper::{
     BufferLabel, Chunk, CustomMapperFn, Mapped, RangeMapper, fmt_box_dims, fmt_region,
 };
