@@ -6,7 +6,8 @@
 //     all: every figure; transfer-options: only the raw measurements of the ways to move user
 //     memory; transfers: those and the runtime's transfers; floor: the per-task figures only;
 //     graphs: raw CUDA only, the cost of an event per kernel and of CUDA graph launches;
-//     register: raw CUDA only, page-locking user memory per transfer against the staged copy
+//     register: raw CUDA only, page-locking user memory per transfer against the staged copy;
+//     staging: raw CUDA only, the staged D2H into pageable memory by chunk size and slot count
 #include <cuda_runtime.h>
 #include <emmintrin.h>
 #include <gnu/libc-version.h>
@@ -251,8 +252,11 @@ static double staged_h2d(void* dev, const char* src, size_t bytes, char* pinned,
     for (auto& e : ev) CU(cudaEventDestroy(e));
     return t;
 }
-static double staged_d2h(char* dst, const void* dev, size_t bytes, char* pinned, size_t chunk, int slots, int threads,
-                         cudaStream_t s, copy_fn copy = parallel_copy) {
+// The D2H half of the staged pipeline: `wait(event)` until a slot's DMA is done, then
+// `copy_out(dst, slot, len)`.
+template <typename Wait, typename CopyOut>
+static double staged_d2h_with(char* dst, const void* dev, size_t bytes, char* pinned, size_t chunk, int slots,
+                              cudaStream_t s, Wait wait, CopyOut copy_out) {
     size_t n = (bytes + chunk - 1) / chunk;
     std::vector<cudaEvent_t> ev(slots);
     for (auto& e : ev) CU(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -265,13 +269,19 @@ static double staged_d2h(char* dst, const void* dev, size_t bytes, char* pinned,
     for (size_t i = 0; i < std::min(n, (size_t)slots); ++i) issue(i);
     for (size_t i = 0; i < n; ++i) {
         size_t off = i * chunk, len = std::min(chunk, bytes - off);
-        CU(cudaEventSynchronize(ev[i % slots]));
-        copy(dst + off, pinned + (i % slots) * chunk, len, threads);
+        wait(ev[i % slots]);
+        copy_out(dst + off, pinned + (i % slots) * chunk, len);
         if (i + slots < n) issue(i + slots);
     }
     double t = now() - t0;
     for (auto& e : ev) CU(cudaEventDestroy(e));
     return t;
+}
+static double staged_d2h(char* dst, const void* dev, size_t bytes, char* pinned, size_t chunk, int slots, int threads,
+                         cudaStream_t s, copy_fn copy = parallel_copy) {
+    return staged_d2h_with(
+        dst, dev, bytes, pinned, chunk, slots, s, [](cudaEvent_t e) { CU(cudaEventSynchronize(e)); },
+        [&](char* d, const char* slot, size_t len) { copy(d, slot, len, threads); });
 }
 
 // Huge pages, streaming stores, slot counts and the cost of pinning staging slots (issue 16,
@@ -354,6 +364,33 @@ static void copy_kinds(void* dev, char* user, char* pinned, cudaStream_t s) {
            t_alloc * 1e3, t_reg * 1e3, t_reg_huge * 1e3, bytes / h2d_huge / 1e9, t_unreg_huge * 1e3);
 }
 
+// The set-up of the D2H option measurements: 1 GiB on the device (every byte 3), a stream,
+// 1 GiB of pinned memory, the raw pinned D2H time and 1 GiB of warm pageable "user" memory.
+struct D2hSetup {
+    const size_t bytes = GIB;
+    void* dev = nullptr;
+    cudaStream_t stream = nullptr;
+    char* pinned = nullptr;
+    char* user = nullptr;
+    double d2h_pinned = 0;
+    D2hSetup() {
+        CU(cudaMalloc(&dev, bytes));
+        CU(cudaMemset(dev, 3, bytes));
+        CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        CU(cudaHostAlloc((void**)&pinned, bytes, cudaHostAllocPortable));
+        memset(pinned, 1, bytes);
+        d2h_pinned = time_copy(cudaMemcpyDeviceToHost, pinned, dev, bytes, 3);
+        printf("raw: pinned D2H %.2f GB/s (%.1f ms)\n", bytes / d2h_pinned / 1e9, d2h_pinned * 1e3);
+        user = (char*)malloc(bytes);
+        memset(user, 2, bytes);
+    }
+    ~D2hSetup() {
+        free(user);
+        CU(cudaFreeHost(pinned));
+        CU(cudaStreamDestroy(stream));
+        CU(cudaFree(dev));
+    }
+};
 // Page-locking pageable user memory for the length of one transfer, instead of a host copy
 // through staging slots: one cudaHostRegister of the whole range, the range split over several
 // registering threads, and registration pipelined with the DMA chunk by chunk (a chunk's DMA is
@@ -376,41 +413,29 @@ static double parallel_over(const RangeSplit& split, int threads, const std::fun
     return now() - t0;
 }
 static void register_options() {
-    const size_t bytes = GIB;
-    void* dev = nullptr;
-    CU(cudaMalloc(&dev, bytes));
-    CU(cudaMemset(dev, 3, bytes));
-    cudaStream_t s;
-    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    char* pinned = nullptr;
-    CU(cudaHostAlloc((void**)&pinned, bytes, cudaHostAllocPortable));
-    memset(pinned, 1, bytes);
-    double d2h_pinned = time_copy(cudaMemcpyDeviceToHost, pinned, dev, bytes, 3);
-    printf("raw: pinned D2H %.2f GB/s (%.1f ms)\n", bytes / d2h_pinned / 1e9, d2h_pinned * 1e3);
-    char* user = (char*)malloc(bytes);
-    memset(user, 2, bytes);
+    D2hSetup d;
     for (unsigned flags : {(unsigned)cudaHostRegisterDefault, (unsigned)cudaHostRegisterPortable}) {
         double t0 = now();
-        CU(cudaHostRegister(user, bytes, flags));
+        CU(cudaHostRegister(d.user, d.bytes, flags));
         double t_reg = now() - t0;
-        double d2h = time_copy(cudaMemcpyDeviceToHost, user, dev, bytes, 1);
+        double d2h = time_copy(cudaMemcpyDeviceToHost, d.user, d.dev, d.bytes, 1);
         t0 = now();
-        CU(cudaHostUnregister(user));
+        CU(cudaHostUnregister(d.user));
         printf("raw: register 1 GiB warm, one call, flags %u: %.1f ms, D2H %.1f ms, unregister %.1f ms\n", flags,
                t_reg * 1e3, d2h * 1e3, (now() - t0) * 1e3);
     }
     for (size_t piece : {size_t(16) << 20, size_t(64) << 20}) {
-        RangeSplit split(bytes, piece);
+        RangeSplit split(d.bytes, piece);
         for (int threads : {1, 4, 8, 16}) {
             double t_reg = parallel_over(split, threads, [&](size_t off, size_t len) {
-                CU(cudaHostRegister(user + off, len, cudaHostRegisterDefault));
+                CU(cudaHostRegister(d.user + off, len, cudaHostRegisterDefault));
             });
             double t0 = now();
             for (auto [off, len] : split.pieces)
-                CU(cudaMemcpyAsync(user + off, (char*)dev + off, len, cudaMemcpyDeviceToHost, s));
-            CU(cudaStreamSynchronize(s));
+                CU(cudaMemcpyAsync(d.user + off, (char*)d.dev + off, len, cudaMemcpyDeviceToHost, d.stream));
+            CU(cudaStreamSynchronize(d.stream));
             double t_dma = now() - t0;
-            double t_unreg = parallel_over(split, threads, [&](size_t off, size_t) { CU(cudaHostUnregister(user + off)); });
+            double t_unreg = parallel_over(split, threads, [&](size_t off, size_t) { CU(cudaHostUnregister(d.user + off)); });
             printf("raw: register 1 GiB warm in %zu MiB pieces on %d threads: %.1f ms, D2H %.1f ms, unregister %.1f ms\n",
                    piece >> 20, threads, t_reg * 1e3, t_dma * 1e3, t_unreg * 1e3);
         }
@@ -419,7 +444,7 @@ static void register_options() {
     // each chunk's DMA once it is registered, then unregisters everything in parallel
     for (size_t piece : {size_t(16) << 20, size_t(32) << 20, size_t(64) << 20}) {
         for (int threads : {4, 8, 16}) {
-            RangeSplit split(bytes, piece);
+            RangeSplit split(d.bytes, piece);
             std::vector<std::atomic<int>> ready(split.pieces.size());
             for (auto& r : ready) r = 0;
             std::atomic<size_t> next{0};
@@ -428,30 +453,30 @@ static void register_options() {
             for (int t = 0; t < threads; ++t)
                 ts.emplace_back([&] {
                     for (size_t i; (i = next.fetch_add(1)) < split.pieces.size();) {
-                        CU(cudaHostRegister(user + split.pieces[i].first, split.pieces[i].second, cudaHostRegisterDefault));
+                        CU(cudaHostRegister(d.user + split.pieces[i].first, split.pieces[i].second, cudaHostRegisterDefault));
                         ready[i].store(1, std::memory_order_release);
                     }
                 });
             for (size_t i = 0; i < split.pieces.size(); ++i) {
                 while (!ready[i].load(std::memory_order_acquire)) _mm_pause();
                 auto [off, len] = split.pieces[i];
-                CU(cudaMemcpyAsync(user + off, (char*)dev + off, len, cudaMemcpyDeviceToHost, s));
+                CU(cudaMemcpyAsync(d.user + off, (char*)d.dev + off, len, cudaMemcpyDeviceToHost, d.stream));
             }
-            CU(cudaStreamSynchronize(s));
+            CU(cudaStreamSynchronize(d.stream));
             double t_copied = now() - t0;
             for (auto& t : ts) t.join();
-            double t_unreg = parallel_over(split, threads, [&](size_t off, size_t) { CU(cudaHostUnregister(user + off)); });
+            double t_unreg = parallel_over(split, threads, [&](size_t off, size_t) { CU(cudaHostUnregister(d.user + off)); });
             double total = t_copied + t_unreg;
             printf("raw: pipelined register + D2H, %zu MiB pieces, %d threads: copied after %.1f ms (%.2f GB/s), "
                    "+ unregister %.1f ms = %.1f ms (%.2f GB/s, %.2f of pinned)\n",
-                   piece >> 20, threads, t_copied * 1e3, bytes / t_copied / 1e9, t_unreg * 1e3, total * 1e3,
-                   bytes / total / 1e9, d2h_pinned / total);
+                   piece >> 20, threads, t_copied * 1e3, d.bytes / t_copied / 1e9, t_unreg * 1e3, total * 1e3,
+                   d.bytes / total / 1e9, d.d2h_pinned / total);
         }
     }
-    // fresh (never touched) user memory: registration faults the pages in
+    // fresh (never touched) d.user memory: registration faults the pages in
     for (int threads : {1, 16}) {
-        char* fresh = (char*)malloc(bytes);
-        RangeSplit split(bytes, size_t(64) << 20);
+        char* fresh = (char*)malloc(d.bytes);
+        RangeSplit split(d.bytes, size_t(64) << 20);
         double t_reg = parallel_over(split, threads, [&](size_t off, size_t len) {
             CU(cudaHostRegister(fresh + off, len, cudaHostRegisterDefault));
         });
@@ -461,13 +486,82 @@ static void register_options() {
         free(fresh);
     }
     for (int rep = 0; rep < 2; ++rep) {
-        double d = staged_d2h(user, dev, bytes, pinned, size_t(64) << 20, 4, 16, s, parallel_nt_copy);
+        double t = staged_d2h(d.user, d.dev, d.bytes, d.pinned, size_t(64) << 20, 4, 16, d.stream, parallel_nt_copy);
         printf("raw: staged D2H 64 MiB x4 slots, 16 threads, streaming stores: %.1f ms (%.2f GB/s, %.2f of pinned)\n",
-               d * 1e3, bytes / d / 1e9, d2h_pinned / d);
+               t * 1e3, d.bytes / t / 1e9, d.d2h_pinned / t);
     }
-    free(user);
-    CU(cudaFreeHost(pinned));
-    CU(cudaFree(dev));
+}
+
+// The staged D2H into pageable memory with persistent copy threads (spinning, no thread start
+// per chunk) and chunks split over every thread however small: which chunk size and slot count
+// keep the DMA engine busy while the copy-out keeps up? (Small chunks may still sit in the
+// last-level cache when the copy reads them.)
+struct SpinPool {
+    std::vector<std::thread> threads;
+    std::atomic<uint64_t> generation{0};
+    std::atomic<int> remaining{0};
+    std::atomic<bool> stop{false};
+    char* dst = nullptr;
+    const char* src = nullptr;
+    size_t len = 0;
+    explicit SpinPool(int n) {
+        for (int t = 0; t < n; ++t)
+            threads.emplace_back([this, t, n] {
+                uint64_t seen = 0;
+                for (;;) {
+                    uint64_t g;
+                    while ((g = generation.load(std::memory_order_acquire)) == seen) {
+                        if (stop.load(std::memory_order_relaxed)) return;
+                        _mm_pause();
+                    }
+                    seen = g;
+                    size_t per = ((len + n - 1) / n + 63) & ~size_t(63);
+                    size_t off = t * per;
+                    if (off < len) nt_copy_piece(dst + off, src + off, std::min(per, len - off));
+                    remaining.fetch_sub(1, std::memory_order_acq_rel);
+                }
+            });
+    }
+    void copy(char* d, const char* s, size_t l) {
+        dst = d, src = s, len = l;
+        remaining.store((int)threads.size(), std::memory_order_relaxed);
+        generation.fetch_add(1, std::memory_order_acq_rel);
+        while (remaining.load(std::memory_order_acquire) != 0) _mm_pause();
+    }
+    ~SpinPool() {
+        stop = true;
+        for (auto& t : threads) t.join();
+    }
+};
+static double staged_d2h_spin(char* dst, const void* dev, size_t bytes, char* pinned, size_t chunk, int slots,
+                              SpinPool& pool, cudaStream_t s) {
+    return staged_d2h_with(
+        dst, dev, bytes, pinned, chunk, slots, s,
+        [](cudaEvent_t e) {
+            while (cudaEventQuery(e) == cudaErrorNotReady) _mm_pause();
+        },
+        [&](char* d, const char* slot, size_t len) { pool.copy(d, slot, len); });
+}
+static void staging_options() {
+    D2hSetup d;
+    double t0 = now();
+    parallel_nt_copy(d.user, d.pinned, d.bytes, 16);
+    printf("raw: copy 1 GiB pinned -> warm user memory, 16 threads, streaming stores: %.1f ms\n", (now() - t0) * 1e3);
+    for (int threads : {8, 15}) {
+        SpinPool pool(threads);
+        for (size_t mib : {1, 2, 4, 8, 16, 64}) {
+            for (int slots : {4, 8, 16}) {
+                double best = 1e9;
+                for (int rep = 0; rep < 2; ++rep)
+                    best = std::min(best, staged_d2h_spin(d.user, d.dev, d.bytes, d.pinned, mib << 20, slots, pool, d.stream));
+                printf("raw: staged D2H, spinning pool of %d threads, %zu MiB x%d slots: %.1f ms (%.2f GB/s, %.2f of pinned)\n",
+                       threads, mib, slots, best * 1e3, d.bytes / best / 1e9, d.d2h_pinned / best);
+            }
+        }
+    }
+    bool ok = true;
+    for (size_t i = 0; i < d.bytes; i += 4096) ok &= d.user[i] == 3;
+    printf("raw: staged data %s\n", ok ? "correct" : "WRONG");
 }
 
 static void transfer_options() {
@@ -935,6 +1029,10 @@ int main(int argc, char** argv) {
     printf("| figure | runtime | raw CUDA | ratio | target |\n|---|---|---|---|---|\n");
     if (mode == "register") {
         register_options();
+        return 0;
+    }
+    if (mode == "staging") {
+        staging_options();
         return 0;
     }
     if (mode == "graphs") {
