@@ -52,6 +52,57 @@ impl GridBox {
         }
     }
 
+    /// Whether `self` and `other` are equal in every dimension but `d` and touch along `d`
+    /// (their union is a box).
+    #[inline]
+    pub fn mergeable_along(&self, other: &GridBox, d: usize) -> bool {
+        (0..3).all(|k| {
+            if k == d {
+                self.max[k] == other.min[k] || other.max[k] == self.min[k]
+            } else {
+                self.min[k] == other.min[k] && self.max[k] == other.max[k]
+            }
+        })
+    }
+
+    /// Whether `self` and `other` are equal in every dimension but one and touch along that one
+    /// ([`GridBox::mergeable_along`] for some dimension, found in one pass).
+    #[inline]
+    pub fn mergeable_with(&self, other: &GridBox) -> bool {
+        let mut differs = None;
+        for d in 0..3 {
+            if self.min[d] != other.min[d] || self.max[d] != other.max[d] {
+                if differs.is_some() {
+                    return false;
+                }
+                differs = Some(d);
+            }
+        }
+        differs.is_some_and(|d| self.max[d] == other.min[d] || other.max[d] == self.min[d])
+    }
+
+    /// Calls `part` with the parts of `self` outside `other`, which must intersect it: disjoint
+    /// boxes that together with `self ∩ other` tile `self`, cut along the fastest dimension
+    /// first (the part below `other`, then the part above).
+    #[inline]
+    pub fn for_each_part_outside(&self, other: &GridBox, mut part: impl FnMut(GridBox)) {
+        let (mut min, mut max) = (self.min, self.max);
+        for d in (0..3).rev() {
+            if min[d] < other.min[d] {
+                let mut hi = max;
+                hi[d] = other.min[d];
+                part(GridBox::new_unchecked(min, hi));
+                min[d] = other.min[d];
+            }
+            if max[d] > other.max[d] {
+                let mut lo = min;
+                lo[d] = other.max[d];
+                part(GridBox::new_unchecked(lo, max));
+                max[d] = other.max[d];
+            }
+        }
+    }
+
     /// Builds a box known to be non-empty without the emptiness check.
     #[inline]
     pub(crate) fn new_unchecked(min: [usize; 3], max: [usize; 3]) -> Self {

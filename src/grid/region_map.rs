@@ -25,18 +25,6 @@ pub struct RegionMap<T> {
     orphans: Vec<Orphan<T>>,
 }
 
-/// True if the boxes are equal in every dimension but `d` and touch along `d`.
-#[inline]
-fn mergeable_along(a: &GridBox, b: &GridBox, d: usize) -> bool {
-    (0..3).all(|k| {
-        if k == d {
-            a.max_arr()[k] == b.min_arr()[k] || b.max_arr()[k] == a.min_arr()[k]
-        } else {
-            a.min_arr()[k] == b.min_arr()[k] && a.max_arr()[k] == b.max_arr()[k]
-        }
-    })
-}
-
 /// [`RegionMap::merge_partner`] for a map whose entries are a flat list: one scan of them. A
 /// neighbour of matching shape touching face `2d` (low side of `d`) or `2d + 1` (high side) is
 /// the entry the point probe of that face would find, so the first face in order wins, as there.
@@ -223,21 +211,7 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         candidates: &mut SmallVec<[GridBox; 8]>,
     ) -> bool {
         let mut pieces: SmallVec<[GridBox; 6]> = SmallVec::new();
-        let (mut min, mut max) = (*hb.min_arr(), *hb.max_arr());
-        for d in (0..3).rev() {
-            if min[d] < b.min_arr()[d] {
-                let mut hi = max;
-                hi[d] = b.min_arr()[d];
-                pieces.push(GridBox::from_arrays(min, hi));
-                min[d] = b.min_arr()[d];
-            }
-            if max[d] > b.max_arr()[d] {
-                let mut lo = min;
-                lo[d] = b.max_arr()[d];
-                pieces.push(GridBox::from_arrays(lo, max));
-                max[d] = b.max_arr()[d];
-            }
-        }
+        hb.for_each_part_outside(b, |piece| pieces.push(piece));
         let Some((&first, rest)) = pieces.split_first() else {
             return false;
         };
@@ -450,7 +424,7 @@ impl<T: Clone + PartialEq> RegionMap<T> {
                     .entries
                     .point_query(p)
                     .expect("map does not tile its extent");
-                if !mergeable_along(b, &nb, d) {
+                if !b.mergeable_along(&nb, d) {
                     return None;
                 }
                 let v = *own.get_or_insert_with(|| {

@@ -63,22 +63,6 @@ impl Writer {
     }
 }
 
-/// True if the boxes are equal in every dimension but one and touch in that one.
-#[inline]
-fn mergeable(a: &GridBox, b: &GridBox) -> bool {
-    let (amin, amax, bmin, bmax) = (a.min_arr(), a.max_arr(), b.min_arr(), b.max_arr());
-    let mut differs = None;
-    for d in 0..3 {
-        if amin[d] != bmin[d] || amax[d] != bmax[d] {
-            if differs.is_some() {
-                return false;
-            }
-            differs = Some(d);
-        }
-    }
-    differs.is_some_and(|d| amax[d] == bmin[d] || bmax[d] == amin[d])
-}
-
 impl LastWriterMap {
     /// A map over `[0, extent)` written by `initial` everywhere.
     pub fn new(extent: Range, initial: Option<TaskId>) -> Self {
@@ -190,7 +174,7 @@ impl LastWriterMap {
         for &i in hits.iter().rev() {
             let e = self.boxes.swap_remove(i);
             let w = self.writers.swap_remove(i);
-            cut_outside(&e, &b, |piece| pieces.push((piece, w)));
+            e.for_each_part_outside(&b, |piece| pieces.push((piece, w)));
         }
         let start = self.boxes.len();
         self.boxes.push(b);
@@ -286,27 +270,7 @@ impl LastWriterMap {
         self.writers
             .iter()
             .enumerate()
-            .position(|(j, &v)| v == w && j != i && mergeable(b, &self.boxes[j]))
-    }
-}
-
-/// Calls `piece` with the parts of `e` outside `b` (which meets it), disjoint boxes that together
-/// with `e ∩ b` tile `e`.
-fn cut_outside(e: &GridBox, b: &GridBox, mut piece: impl FnMut(GridBox)) {
-    let (mut min, mut max) = (*e.min_arr(), *e.max_arr());
-    for d in (0..3).rev() {
-        if min[d] < b.min_arr()[d] {
-            let mut hi = max;
-            hi[d] = b.min_arr()[d];
-            piece(GridBox::new_unchecked(min, hi));
-            min[d] = b.min_arr()[d];
-        }
-        if max[d] > b.max_arr()[d] {
-            let mut lo = min;
-            lo[d] = b.max_arr()[d];
-            piece(GridBox::new_unchecked(lo, max));
-            max[d] = b.max_arr()[d];
-        }
+            .position(|(j, &v)| v == w && j != i && b.mergeable_with(&self.boxes[j]))
     }
 }
 
