@@ -9,6 +9,8 @@
 //! plans against).
 
 pub mod bounds;
+mod copy_crew;
+mod copy_stores;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod cuda_error_names;

@@ -19,25 +19,37 @@ use super::super::pinned_pool::{PinnedAllocator, PinnedPool};
 use super::check;
 use crate::error::Result;
 
-/// Bytes per staged chunk. Measured on the H200 host (1 GiB, 4 slots): 4 MiB chunks reach
-/// 7-14 GB/s, 16 MiB 20-28 GB/s, 64 MiB 26-34 GB/s (docs/gpu.md).
+/// Bytes per staged chunk of an upload. Measured on the H200 host (1 GiB, 4 slots, copy threads
+/// started per chunk): 4 MiB chunks reach 7-14 GB/s, 16 MiB 20-28 GB/s, 64 MiB 26-34 GB/s
+/// (docs/gpu.md).
 pub(super) const CHUNK_BYTES: usize = 64 << 20;
-/// Pinned slots one copy cycles through.
+/// Pinned slots one upload cycles through.
 const SLOTS: usize = 4;
+/// Bytes per staged chunk of a download, and the slots it cycles through: small enough that a
+/// chunk the DMA engine just wrote is still in the host's last-level cache when the copy threads
+/// read it out. Raw, with persistent copy threads (docs/gpu.md, call 19): 8 MiB × 4-16 slots
+/// 0.98-0.99 of pinned DMA speed, 4 MiB × 16 0.97-0.98, 64 MiB × 4-16 (what downloads used)
+/// 0.56-0.91.
+pub(super) const DOWNLOAD_CHUNK_BYTES: usize = 8 << 20;
+const DOWNLOAD_SLOTS: usize = 8;
 /// Contiguous copies shorter than this use the driver's pageable path directly.
 pub(super) const STAGING_THRESHOLD: usize = 4 << 20;
 
-/// Allocates the slots of one full-speed staged copy into `pool`'s cache (a copy of 1 GiB
-/// otherwise pays their page-locking, about 100 ms on the H200 host, on its first use).
+/// Allocates the slots of one full-speed staged upload and download into `pool`'s cache (a
+/// copy of 1 GiB otherwise pays their page-locking, about 100 ms on the H200 host, on its first
+/// use).
 pub(super) fn prewarm_slots<A: PinnedAllocator>(pool: &Mutex<PinnedPool<A>>) {
-    // One block per lock, so that copies classifying their ends meanwhile wait for one
-    // allocation at most.
-    let slots: Vec<usize> = (0..SLOTS)
-        .map_while(|_| pool.lock().acquire(CHUNK_BYTES))
-        .collect();
-    let mut pool = pool.lock();
-    for slot in slots {
-        pool.release(slot);
+    for direction in [Direction::ToDevice, Direction::ToHost] {
+        let (chunk, slots) = direction.chunk_and_slots();
+        // One block per lock, so that copies classifying their ends meanwhile wait for one
+        // allocation at most.
+        let blocks: Vec<usize> = (0..slots)
+            .map_while(|_| pool.lock().acquire(chunk))
+            .collect();
+        let mut pool = pool.lock();
+        for block in blocks {
+            pool.release(block);
+        }
     }
 }
 
@@ -48,6 +60,16 @@ pub(super) enum Direction {
     ToDevice,
     /// The device to pageable host memory.
     ToHost,
+}
+
+impl Direction {
+    /// The chunk size and slot count of a full-speed staged copy this way.
+    fn chunk_and_slots(self) -> (usize, usize) {
+        match self {
+            Direction::ToDevice => (CHUNK_BYTES, SLOTS),
+            Direction::ToHost => (DOWNLOAD_CHUNK_BYTES, DOWNLOAD_SLOTS),
+        }
+    }
 }
 
 /// Copies `len` bytes between `host` (pageable) and `device` on `stream` through pinned slots
@@ -65,10 +87,11 @@ pub(super) unsafe fn staged_copy<A: PinnedAllocator>(
     stream: sys::CUstream,
     pool: &Mutex<PinnedPool<A>>,
 ) -> Result<()> {
-    let chunk = CHUNK_BYTES.min(len.next_multiple_of(4096));
+    let (chunk_bytes, slot_count) = direction.chunk_and_slots();
+    let chunk = chunk_bytes.min(len.next_multiple_of(4096));
     let slots: Vec<usize> = {
         let mut pool = pool.lock();
-        (0..SLOTS.min(len.div_ceil(chunk)))
+        (0..slot_count.min(len.div_ceil(chunk)))
             .map_while(|_| pool.acquire(chunk))
             .collect()
     };

@@ -341,7 +341,12 @@ fn pageable_user_memory_round_trips_through_pinned_staging() {
     );
     let lane = CopyLane::Device(DeviceId(0), 0);
     // staged (several chunks, a partial last one), below the staging threshold, and tiny
-    for elements in [(staging::CHUNK_BYTES * 5 + 12_345) / 4, 1 << 18, 3] {
+    for elements in [
+        (staging::CHUNK_BYTES * 5 + 12_345) / 4,
+        (staging::DOWNLOAD_CHUNK_BYTES * 11 + 12_345) / 4,
+        1 << 18,
+        3,
+    ] {
         pageable_round_trip(&mut backend, elements, lane);
     }
     let stats = backend.pool.lock().stats();
