@@ -202,7 +202,8 @@ fn sweep(boxes: &mut [GridBox], axis: usize, eff_dims: usize, out: &mut BoxVec) 
     for s in 0..slabs {
         offsets[s + 1] += offsets[s];
     }
-    let mut pieces: Vec<GridBox> = vec![GridBox::EMPTY; offsets[slabs]];
+    // inline for the few pieces of small inputs (a heap block cost more than their sweep)
+    let mut pieces: SmallVec<[GridBox; 8]> = SmallVec::from_elem(GridBox::EMPTY, offsets[slabs]);
     let mut fill: SmallVec<[usize; 16]> = SmallVec::from_slice(&offsets[..slabs]);
     for (b, &(s0, s1)) in boxes.iter().zip(&ranges) {
         for s in s0..s1 {
@@ -321,14 +322,28 @@ pub fn normalize(boxes: &mut BoxVec) {
             boxes.truncate(len);
         }
         _ => {
-            // Tilings (the boxes' areas add up to at least the bounding box's)
-            // often merge into one box without dissection: try that first.
-            let area: u128 = boxes.iter().map(|b| b.range().size_u128()).sum();
-            if area >= bbox.range().size_u128() {
-                let len = merge_connected_boxes_prefix(boxes, eff);
-                boxes.truncate(len);
-                if len == 1 {
+            if boxes.len() == 2 {
+                // Two boxes (the union of a read and a write, as a transposed read and its
+                // one-to-one write): their union is a box exactly when it fills the bounding
+                // box; otherwise the directional merge cannot join them and is skipped.
+                let [a, b] = [boxes[0], boxes[1]];
+                let union_area = a.range().size_u128() + b.range().size_u128()
+                    - a.intersection(&b).range().size_u128();
+                if union_area == bbox.range().size_u128() {
+                    boxes.truncate(1);
+                    boxes[0] = bbox;
                     return;
+                }
+            } else {
+                // Tilings (the boxes' areas add up to at least the bounding box's)
+                // often merge into one box without dissection: try that first.
+                let area: u128 = boxes.iter().map(|b| b.range().size_u128()).sum();
+                if area >= bbox.range().size_u128() {
+                    let len = merge_connected_boxes_prefix(boxes, eff);
+                    boxes.truncate(len);
+                    if len == 1 {
+                        return;
+                    }
                 }
             }
             // the sweep's innermost interval lists then arrive sorted
@@ -536,6 +551,30 @@ mod tests {
         let mut bv: BoxVec = v.iter().copied().collect();
         normalize(&mut bv);
         bv.to_vec()
+    }
+
+    #[test]
+    fn two_boxes_normalize_to_their_bounding_box_exactly_when_they_fill_it() {
+        // overlapping along the only dimension they differ in: one box
+        assert_eq!(
+            normalized(&[b2([0, 0], [2, 3]), b2([1, 0], [4, 3])]),
+            vec![b2([0, 0], [4, 3])]
+        );
+        // touching: one box
+        assert_eq!(
+            normalized(&[b2([0, 2], [2, 3]), b2([0, 0], [2, 2])]),
+            vec![b2([0, 0], [2, 3])]
+        );
+        // a row and a column crossing (the chain topology's read and write): an L, dissected
+        assert_eq!(
+            normalized(&[b2([0, 0], [1, 2]), b2([0, 0], [2, 1])]),
+            vec![b2([0, 0], [1, 2]), b2([1, 0], [2, 1])]
+        );
+        // apart: both, in box order
+        assert_eq!(
+            normalized(&[b2([3, 3], [4, 4]), b2([0, 0], [1, 1])]),
+            vec![b2([0, 0], [1, 1]), b2([3, 3], [4, 4])]
+        );
     }
 
     #[test]
