@@ -159,9 +159,11 @@ fn run_group(c: &mut Criterion, title: &str, device_tasks: bool) {
 }
 
 /// `IG_RUN="<devices> <topology prefix> <iterations> [device]"` runs one topology that often without
-/// criterion (for `perf stat` instruction counts, which a loaded machine does not distort).
+/// criterion (for `perf stat` instruction counts, which a loaded machine does not distort). The
+/// topology `empty` submits nothing: the fixed part of a run (context, epochs, freeing).
 fn direct_run() -> bool {
-    let Some(run) = DirectRun::<Ctx>::from_env("IG_RUN", &[]) else {
+    let empty: topologies::Topology<Ctx> = ("empty", |_| {});
+    let Some(run) = DirectRun::<Ctx>::from_env("IG_RUN", &[empty]) else {
         return false;
     };
     let (devices, build, iterations) = (run.count, run.topology.1, run.iterations);
