@@ -262,6 +262,67 @@ fn sweep(boxes: &mut [GridBox], axis: usize, eff_dims: usize, out: &mut BoxVec) 
     }
 }
 
+/// [`sweep`] for the union of two non-empty 2-D boxes (the union of a read and a write, as
+/// the chain topology's transposed read and one-to-one write): the same slabs along dimension 0
+/// and the same extension of the previous slab's boxes, with at most three slabs of at most two
+/// intervals on the stack instead of the general sweep's lists (a fifth of its instructions).
+fn sweep_two_boxes_2d(a: GridBox, b: GridBox, out: &mut BoxVec) {
+    let interval = |x: &GridBox| (x.min_arr()[1], x.max_arr()[1]);
+    let mut cuts = [
+        a.min_arr()[0],
+        a.max_arr()[0],
+        b.min_arr()[0],
+        b.max_arr()[0],
+    ];
+    cuts.sort_unstable();
+    let (z_min, z_max) = (a.min_arr()[2], a.max_arr()[2]);
+    // indices into `out` of the boxes reaching the lower bound of the current slab, in order
+    let mut prev: SmallVec<[usize; 2]> = SmallVec::new();
+    for k in 0..cuts.len() - 1 {
+        let (lo, hi) = (cuts[k], cuts[k + 1]);
+        if lo == hi {
+            continue;
+        }
+        let spans = |x: &GridBox| x.min_arr()[0] <= lo && lo < x.max_arr()[0];
+        // the slab's cross-section: one or two intervals along dimension 1, in order
+        let mut section: SmallVec<[(usize, usize); 2]> = SmallVec::new();
+        match (spans(&a), spans(&b)) {
+            (true, true) => {
+                let (first, second) = if interval(&a) <= interval(&b) {
+                    (interval(&a), interval(&b))
+                } else {
+                    (interval(&b), interval(&a))
+                };
+                if second.0 <= first.1 {
+                    section.push((first.0, first.1.max(second.1)));
+                } else {
+                    section.push(first);
+                    section.push(second);
+                }
+            }
+            (true, false) => section.push(interval(&a)),
+            (false, true) => section.push(interval(&b)),
+            (false, false) => {}
+        }
+        let mut cur: SmallVec<[usize; 2]> = SmallVec::new();
+        let mut p = 0;
+        for (min1, max1) in section {
+            while p < prev.len() && out[prev[p]].min_arr()[1] < min1 {
+                p += 1;
+            }
+            if p < prev.len() && interval(&out[prev[p]]) == (min1, max1) {
+                out[prev[p]] = with_max(&out[prev[p]], 0, hi);
+                cur.push(prev[p]);
+                p += 1;
+            } else {
+                cur.push(out.len());
+                out.push(GridBox::new_unchecked([lo, min1, z_min], [hi, max1, z_max]));
+            }
+        }
+        prev = cur;
+    }
+}
+
 /// Sorts boxes that agree in every dimension but `dim` by their lower bound
 /// along it (a no-op on sorted input) and passes on the unions of each run of
 /// touching or overlapping ones, in order.
@@ -332,6 +393,12 @@ pub fn normalize(boxes: &mut BoxVec) {
                 if union_area == bbox.range().size_u128() {
                     boxes.truncate(1);
                     boxes[0] = bbox;
+                    return;
+                }
+                if eff == 2 {
+                    let mut out = BoxVec::new();
+                    sweep_two_boxes_2d(a, b, &mut out);
+                    *boxes = out;
                     return;
                 }
             } else {

@@ -206,6 +206,16 @@ proptest! {
     }
 
     #[test]
+    fn union_of_two_boxes_matches_oracle(
+        (extent, a, b) in arb_dims().prop_flat_map(|e| (Just(e), arb_box(e), arb_box(e)))
+    ) {
+        // two boxes take their own path through the normalisation (a 2-D sweep on the stack)
+        let expected = PointSet::from_boxes(extent, &[a, b]);
+        check_canonical(&Region::from_box(a).union(&Region::from_box(b)), &expected);
+        check_canonical(&Region::from_boxes([b, a]), &expected);
+    }
+
+    #[test]
     fn set_operations_match_oracle(
         (extent, a, b) in arb_dims().prop_flat_map(|e| (Just(e), arb_boxes(e, 6), arb_boxes(e, 6)))
     ) {
