@@ -69,6 +69,19 @@ fn intersection_2d() {
 }
 
 #[test]
+fn difference_of_equal_regions_is_empty() {
+    // an L of two boxes built in two ways (a transposed read joined with a one-to-one write)
+    let l = r2(&[([0, 0], [1, 2]), ([0, 0], [2, 1])]);
+    let same = Region::from_box(b2([0, 0], [1, 2])).union(&Region::from_box(b2([1, 0], [2, 1])));
+    assert_eq!(l.boxes().len(), 2);
+    assert!(l.difference(&same).is_empty());
+    assert_eq!(
+        l.difference(&r2(&[([0, 0], [1, 2])])).boxes(),
+        &[b2([1, 0], [2, 1])]
+    );
+}
+
+#[test]
 fn difference_2d() {
     let ra = r2(&[([0, 0], [6, 6]), ([1, 8], [4, 11]), ([8, 2], [10, 4])]);
     let rb = r2(&[
