@@ -229,6 +229,20 @@ proptest! {
     }
 
     #[test]
+    fn difference_with_one_of_its_own_boxes_matches_oracle(
+        (extent, boxes, pick) in arb_dims().prop_flat_map(|e| (Just(e), arb_boxes(e, 7), any::<usize>()))
+    ) {
+        // taking out a box of the canonical list keeps the others as they are
+        let r = Region::from_boxes(boxes.iter().copied());
+        if r.is_empty() {
+            return Ok(());
+        }
+        let own = r.boxes()[pick % r.boxes().len()];
+        let (pr, po) = (PointSet::from_boxes(extent, &boxes), PointSet::from_boxes(extent, &[own]));
+        check_canonical(&r.difference(&Region::from_box(own)), &pr.zip(&po, |x, y| x && !y));
+    }
+
+    #[test]
     fn set_operations_match_oracle(
         (extent, a, b) in arb_dims().prop_flat_map(|e| (Just(e), arb_boxes(e, 6), arb_boxes(e, 6)))
     ) {
