@@ -25,6 +25,7 @@ use celerity::instruction::{InstructionGraphGenerator, Policies};
 use celerity::task::{CommandGroup, EpochAction, Task, TaskManager, TaskSpec};
 use celerity::types::{AllocationId, BufferId, MemoryId, NodeId};
 use common::contexts::{ignore_policies, task_manager};
+use common::direct_run::DirectRun;
 use common::topologies::{self, TopologyContext};
 use criterion::{Criterion, criterion_group, criterion_main};
 use parking_lot::Mutex;
@@ -158,23 +159,15 @@ fn run_group(c: &mut Criterion, title: &str, device_tasks: bool) {
 }
 
 /// `IG_RUN="<devices> <topology prefix> <iterations> [device]"` runs one topology that often without
-/// criterion (for `perf stat` instruction counts, which a loaded machine does not distort).
+/// criterion (for `perf stat` instruction counts, which a loaded machine does not distort). The
+/// topology `empty` submits nothing: the fixed part of a run (context, epochs, freeing).
 fn direct_run() -> bool {
-    let Ok(spec) = std::env::var("IG_RUN") else {
+    let empty: topologies::Topology<Ctx> = ("empty", |_| {});
+    let Some(run) = DirectRun::<Ctx>::from_env("IG_RUN", &[empty]) else {
         return false;
     };
-    let mut parts = spec.split_whitespace();
-    let devices: usize = parts.next().and_then(|d| d.parse().ok()).expect("devices");
-    let prefix = parts.next().expect("topology");
-    let iterations: usize = parts
-        .next()
-        .and_then(|n| n.parse().ok())
-        .expect("iterations");
-    let device_tasks = parts.next() == Some("device");
-    let (_, build) = topologies::all::<Ctx>()
-        .into_iter()
-        .find(|(name, _)| name.starts_with(prefix))
-        .expect("unknown topology");
+    let (devices, build, iterations) = (run.count, run.topology.1, run.iterations);
+    let device_tasks = run.flag.as_deref() == Some("device");
     for _ in 0..iterations {
         let mut ctx = Ctx::new(devices, true, device_tasks);
         build(&mut ctx);

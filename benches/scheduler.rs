@@ -35,6 +35,7 @@ use celerity::scheduler::{Scheduler, SchedulerEvent, SchedulerSink};
 use celerity::task::{CommandGroup, EpochAction, Task, TaskDelegate, TaskManager, TaskSpec};
 use celerity::types::{BufferId, NodeId};
 use common::contexts::task_manager;
+use common::direct_run::DirectRun;
 use common::topologies::{self, TopologyContext};
 use criterion::{Criterion, criterion_group, criterion_main};
 use crossbeam_channel::{Receiver, Sender, unbounded};
@@ -219,7 +220,32 @@ impl TopologyContext for Ctx<'_> {
     }
 }
 
+/// `SCHED_RUN="<nodes> <topology prefix> <iterations> [throttled]"` runs one topology that often
+/// without criterion (for instruction counts under `callgrind --separate-threads=yes`, which a
+/// loaded machine does not distort), then prints the mean wall time per run. The topology
+/// `empty` submits nothing: a run is then only the fixed part (context, init and shutdown
+/// epochs, the two thread hand-offs of start and join).
+fn direct_run() -> bool {
+    let empty: topologies::Topology<Ctx> = ("empty", |_| {});
+    let Some(run) = DirectRun::<Ctx>::from_env("SCHED_RUN", &[empty]) else {
+        return false;
+    };
+    let throttle = (run.flag.as_deref() == Some("throttled")).then(|| Duration::from_micros(10));
+    let thread = RestartableThread::new();
+    let start = Instant::now();
+    for _ in 0..run.iterations {
+        let mut ctx = Ctx::new(&thread, run.count, throttle);
+        (run.topology.1)(&mut ctx);
+        ctx.finish();
+    }
+    println!("{:?} per run", start.elapsed() / run.iterations as u32);
+    true
+}
+
 fn scheduler(c: &mut Criterion) {
+    if direct_run() {
+        std::process::exit(0);
+    }
     for nodes in [1usize, 4] {
         for (variant, throttle) in [
             ("immediate submission", None),

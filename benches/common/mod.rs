@@ -1,4 +1,5 @@
 //! Helpers shared by the benchmarks.
 pub mod contexts;
+pub mod direct_run;
 pub mod programs;
 pub mod topologies;

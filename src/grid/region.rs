@@ -292,6 +292,22 @@ impl Region {
         if self.boxes.len() == 1 && other.covers_box(&self.boxes[0]) {
             return Region::new();
         }
+        // equal canonical lists are equal point sets (what a task accesses without what it
+        // consumes, when every access consumes)
+        if self.boxes == other.boxes {
+            return Region::new();
+        }
+        // One box of the list taken out (the column of an L-shaped read that the write does not
+        // cover): the others stay canonical. Along every slab the other cross-section boxes are
+        // unchanged, and none of them continued into the removed one across a slab boundary (it
+        // would have been the same box).
+        if let [single] = other.boxes.as_slice() {
+            if let Some(i) = self.boxes.iter().position(|b| b == single) {
+                let mut boxes = self.boxes.clone();
+                boxes.remove(i);
+                return Region::from_normalized(boxes);
+            }
+        }
         if !self.bounding_box().intersects(&other.bounding_box()) {
             return self.clone();
         }

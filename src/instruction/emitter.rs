@@ -19,14 +19,30 @@ use super::recorder::{DependencyOrigin, InstructionRecord, InstructionRecorder, 
 
 /// An instruction of the current batch.
 pub(crate) struct PendingInstruction {
-    id: InstructionId,
-    priority: i32,
-    /// Predecessors in the order found: moved into the [`Instruction`] as they are.
-    dependencies: SmallVec<[InstructionId; 4]>,
-    /// Why each dependency exists, side by side with `dependencies` (only while recording).
+    /// Built in its shared block at creation and not shared before [`Emitter::flush`], so its
+    /// dependencies are still added in place: the kind (a few hundred bytes) is written to the
+    /// heap once, instead of moved through the batch and copied into an `Arc` at the flush.
+    instruction: Arc<Instruction>,
+    /// Why each dependency exists, side by side with the instruction's dependencies (only while
+    /// recording).
     origins: SmallVec<[DependencyOrigin; 4]>,
-    kind: InstructionKind,
     detail: RecordDetail,
+}
+
+impl PendingInstruction {
+    fn id(&self) -> InstructionId {
+        self.instruction.id
+    }
+
+    fn dependencies(&self) -> &SmallVec<[InstructionId; 4]> {
+        &self.instruction.dependencies
+    }
+
+    fn dependencies_mut(&mut self) -> &mut SmallVec<[InstructionId; 4]> {
+        &mut Arc::get_mut(&mut self.instruction)
+            .expect("a pending instruction is not shared before the flush")
+            .dependencies
+    }
 }
 
 /// Builds batches of instructions and pilots.
@@ -87,11 +103,13 @@ impl Emitter {
             RecordDetail::None
         };
         self.batch.push(PendingInstruction {
-            id,
-            priority,
-            dependencies: SmallVec::new(),
+            instruction: Arc::new(Instruction {
+                id,
+                priority,
+                dependencies: SmallVec::new(),
+                kind,
+            }),
             origins: SmallVec::new(),
-            kind,
             detail,
         });
         self.execution_front.insert(id);
@@ -99,14 +117,16 @@ impl Emitter {
     }
 
     fn pending_mut(&mut self, id: InstructionId) -> &mut PendingInstruction {
-        let first = self.batch.first().expect("empty batch").id.0;
+        let first = self.batch.first().expect("empty batch").id().0;
         &mut self.batch[(id.0 - first) as usize]
     }
 
     /// The dependencies of an instruction of the current batch so far.
     pub fn has_dependencies(&self, id: InstructionId) -> bool {
-        let first = self.batch.first().expect("empty batch").id.0;
-        !self.batch[(id.0 - first) as usize].dependencies.is_empty()
+        let first = self.batch.first().expect("empty batch").id().0;
+        !self.batch[(id.0 - first) as usize]
+            .dependencies()
+            .is_empty()
     }
 
     /// Makes `from` (of the current batch) depend on the older `to`.
@@ -119,8 +139,8 @@ impl Emitter {
         debug_assert!(to < from, "{from} cannot depend on the newer {to}");
         let recording = self.is_recording();
         let pending = self.pending_mut(from);
-        if !pending.dependencies.contains(&to) {
-            pending.dependencies.push(to);
+        if !pending.dependencies().contains(&to) {
+            pending.dependencies_mut().push(to);
             if recording {
                 pending.origins.push(origin);
             }
@@ -246,7 +266,7 @@ impl Emitter {
                 .origins
                 .extend(front.iter().map(|_| DependencyOrigin::ExecutionFront));
         }
-        pending.dependencies.extend(front);
+        pending.dependencies_mut().extend(front);
         self.execution_front.clear();
         self.execution_front.insert(horizon_or_epoch);
     }
@@ -256,32 +276,23 @@ impl Emitter {
         let pilots = std::mem::take(&mut self.pilots);
         let mut out = Vec::with_capacity(self.batch.len());
         for pending in self.batch.drain(..) {
+            let instruction = pending.instruction;
             debug_assert!(
-                pending.id.0 == 0 || !pending.dependencies.is_empty(),
+                instruction.id.0 == 0 || !instruction.dependencies.is_empty(),
                 "{} ({}) has no dependency",
-                pending.id,
-                pending.kind.name()
+                instruction.id,
+                instruction.kind.name()
             );
-            let recorded_dependencies: Vec<(InstructionId, DependencyOrigin)> = match &self.recorder
-            {
-                Some(_) => pending
+            if let Some(r) = &mut self.recorder {
+                let dependencies = instruction
                     .dependencies
                     .iter()
                     .copied()
                     .zip(pending.origins)
-                    .collect(),
-                None => Vec::new(),
-            };
-            let instruction = Arc::new(Instruction {
-                id: pending.id,
-                priority: pending.priority,
-                dependencies: pending.dependencies,
-                kind: pending.kind,
-            });
-            if let Some(r) = &mut self.recorder {
+                    .collect();
                 r.instructions.push(InstructionRecord {
                     instruction: instruction.clone(),
-                    dependencies: recorded_dependencies,
+                    dependencies,
                     detail: pending.detail,
                 });
             }

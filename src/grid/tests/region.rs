@@ -69,6 +69,19 @@ fn intersection_2d() {
 }
 
 #[test]
+fn difference_of_equal_regions_is_empty() {
+    // an L of two boxes built in two ways (a transposed read joined with a one-to-one write)
+    let l = r2(&[([0, 0], [1, 2]), ([0, 0], [2, 1])]);
+    let same = Region::from_box(b2([0, 0], [1, 2])).union(&Region::from_box(b2([1, 0], [2, 1])));
+    assert_eq!(l.boxes().len(), 2);
+    assert!(l.difference(&same).is_empty());
+    assert_eq!(
+        l.difference(&r2(&[([0, 0], [1, 2])])).boxes(),
+        &[b2([1, 0], [2, 1])]
+    );
+}
+
+#[test]
 fn difference_2d() {
     let ra = r2(&[([0, 0], [6, 6]), ([1, 8], [4, 11]), ([8, 2], [10, 4])]);
     let rb = r2(&[
@@ -203,6 +216,30 @@ proptest! {
         let (ra, rb) = (Region::from_box(a), Region::from_box(b));
         check_canonical(&ra.difference(&rb), &pa.zip(&pb, |x, y| x && !y));
         check_canonical(&rb.difference(&ra), &pa.zip(&pb, |x, y| y && !x));
+    }
+
+    #[test]
+    fn union_of_two_boxes_matches_oracle(
+        (extent, a, b) in arb_dims().prop_flat_map(|e| (Just(e), arb_box(e), arb_box(e)))
+    ) {
+        // two boxes take their own path through the normalisation (a 2-D sweep on the stack)
+        let expected = PointSet::from_boxes(extent, &[a, b]);
+        check_canonical(&Region::from_box(a).union(&Region::from_box(b)), &expected);
+        check_canonical(&Region::from_boxes([b, a]), &expected);
+    }
+
+    #[test]
+    fn difference_with_one_of_its_own_boxes_matches_oracle(
+        (extent, boxes, pick) in arb_dims().prop_flat_map(|e| (Just(e), arb_boxes(e, 7), any::<usize>()))
+    ) {
+        // taking out a box of the canonical list keeps the others as they are
+        let r = Region::from_boxes(boxes.iter().copied());
+        if r.is_empty() {
+            return Ok(());
+        }
+        let own = r.boxes()[pick % r.boxes().len()];
+        let (pr, po) = (PointSet::from_boxes(extent, &boxes), PointSet::from_boxes(extent, &[own]));
+        check_canonical(&r.difference(&Region::from_box(own)), &pr.zip(&po, |x, y| x && !y));
     }
 
     #[test]
