@@ -20,6 +20,7 @@ use crate::policy::ErrorPolicy;
 use crate::task::{BufferLabel, DependencyKind, DependencyOrigin, Task, TaskType};
 use crate::types::{
     BufferId, CollectiveGroupId, CommandId, HostObjectId, IdMap, NodeId, ReductionId, TaskId,
+    TransferId,
 };
 
 /// What the generator does on suspicious access patterns.
@@ -271,6 +272,24 @@ impl CommandGraphGenerator {
             dependencies: SmallVec::new(),
         }));
         id
+    }
+
+    /// A push of `transfer` to `targets`, recorded as reading what it sends (the boxes of its
+    /// targets, read in place in the new command rather than kept in a list of their own).
+    pub(super) fn create_push(
+        &mut self,
+        tid: TaskId,
+        transfer: TransferId,
+        targets: SmallVec<[(NodeId, Region); 2]>,
+    ) -> CommandId {
+        let cmd = self.create(tid, CommandKind::Push { transfer, targets });
+        let CommandKind::Push { targets, .. } = &self.batch.last().expect("just created").kind
+        else {
+            unreachable!("a push was just created");
+        };
+        let regions = targets.iter().map(|(_, region)| region);
+        self.table.add_read_regions(cmd, transfer.buffer, regions);
+        cmd
     }
 
     /// The dependencies of `cid`, a command of the current batch.

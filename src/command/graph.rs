@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 use smallvec::SmallVec;
 
-use crate::grid::{BoxVec, GridBox, Region};
+use crate::grid::{GridBox, Region};
 use crate::types::{BufferId, CommandId, TaskId};
 
 /// What the generator remembers about one command.
@@ -20,10 +20,15 @@ pub(super) struct Entry {
     pub in_front: bool,
     /// Newer commands with a true dependency on this one.
     pub true_dependents: SmallVec<[CommandId; 4]>,
-    /// Buffer elements this command reads, per buffer: boxes as they came (overlapping,
-    /// unordered), since they only answer intersection tests.
-    pub reads: SmallVec<[(BufferId, BoxVec); 1]>,
+    /// Buffer elements this command reads: one entry per box as it came (overlapping,
+    /// unordered, buffers interleaved), since they only answer intersection tests. Flat, so a
+    /// command reading a few buffers (three in jacobi) fits inline instead of growing a list of
+    /// per-buffer box lists on the heap.
+    pub reads: SmallVec<[(BufferId, GridBox); READS_INLINE]>,
 }
+
+/// Read boxes a command holds without a heap allocation.
+const READS_INLINE: usize = 3;
 
 /// Entries of the live commands, by id.
 #[derive(Default)]
@@ -61,27 +66,40 @@ impl CommandTable {
 
     /// Records that `cmd` reads the union of `boxes` of `bid` (added to earlier reads of it).
     pub fn add_read(&mut self, cmd: CommandId, bid: BufferId, boxes: &[GridBox]) {
-        self.add_read_boxes(cmd, bid, BoxVec::from_slice(boxes));
+        self.get_mut(cmd)
+            .reads
+            .extend(boxes.iter().map(|b| (bid, *b)));
     }
 
-    /// [`CommandTable::add_read`], taking the box list.
-    pub fn add_read_boxes(&mut self, cmd: CommandId, bid: BufferId, boxes: BoxVec) {
+    /// Records that `cmd` reads the union of `regions` of `bid` (a push's targets: the read
+    /// list grows once, and the boxes go in one by one without a per-region call).
+    pub fn add_read_regions<'a>(
+        &mut self,
+        cmd: CommandId,
+        bid: BufferId,
+        regions: impl Iterator<Item = &'a Region> + Clone,
+    ) {
         let reads = &mut self.get_mut(cmd).reads;
-        match reads.iter_mut().find(|(b, _)| *b == bid) {
-            Some((_, r)) => r.extend_from_slice(&boxes),
-            None => reads.push((bid, boxes)),
+        reads.reserve_exact(regions.clone().map(|r| r.boxes().len()).sum());
+        for region in regions {
+            for b in region.boxes() {
+                reads.push((bid, *b));
+            }
         }
     }
 
     /// Whether `cmd` reads part of `region` of `bid`.
     #[inline]
     pub fn reads_intersect(&self, cmd: CommandId, bid: BufferId, region: &Region) -> bool {
-        let Some((_, read)) = self.get(cmd).reads.iter().find(|(b, _)| *b == bid) else {
-            return false;
-        };
+        let mut read = self
+            .get(cmd)
+            .reads
+            .iter()
+            .filter(|(b, _)| *b == bid)
+            .map(|(_, x)| x);
         match region.boxes() {
-            [single] => read.iter().any(|x| x.intersects(single)),
-            boxes => read.iter().any(|x| boxes.iter().any(|y| x.intersects(y))),
+            [single] => read.any(|x| x.intersects(single)),
+            boxes => read.any(|x| boxes.iter().any(|y| x.intersects(y))),
         }
     }
 

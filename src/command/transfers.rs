@@ -9,7 +9,7 @@ use super::assignment::ChunkRequirements;
 use super::buffer_state::{BufferState, WriteState};
 use super::command::CommandKind;
 use super::generator::CommandGraphGenerator;
-use crate::grid::{BoxVec, GridBox, Region, RegionBuilder};
+use crate::grid::{GridBox, Region, RegionBuilder};
 use crate::policy::ErrorPolicy;
 use crate::task::{DependencyKind, DependencyOrigin, Task};
 use crate::types::{BufferId, CommandId, NodeId, ReductionId, TransferId};
@@ -18,8 +18,6 @@ use crate::types::{BufferId, CommandId, NodeId, ReductionId, TransferId};
 struct PushScratch {
     bid: BufferId,
     targets: SmallVec<[(NodeId, RegionBuilder); 2]>,
-    /// Everything pushed, as it came (the push's read, for anti-dependencies).
-    all: BoxVec,
     sources: SmallVec<[CommandId; 4]>,
 }
 
@@ -138,14 +136,12 @@ impl CommandGraphGenerator {
                                 bid: *bid,
                                 // at most one target per remote node
                                 targets: SmallVec::with_capacity(reqs.remote_reads.len()),
-                                all: BoxVec::with_capacity(reqs.remote_reads.len()),
                                 sources: SmallVec::new(),
                             });
                             per_buffer.len() - 1
                         }
                     };
                     let scratch = &mut per_buffer[pos];
-                    scratch.all.extend_from_slice(missing.boxes());
                     // targets come in ascending node order, each node's pieces in a run
                     match scratch.targets.last_mut() {
                         Some((last, builder)) if *last == nid => {
@@ -183,7 +179,7 @@ impl CommandGraphGenerator {
                 buffer: scratch.bid,
                 reduction: ReductionId::NONE,
             };
-            let cmd = self.create(task.id(), CommandKind::Push { transfer, targets });
+            let cmd = self.create_push(task.id(), transfer, targets);
             scratch.sources.sort_unstable();
             for source in scratch.sources {
                 self.add_dependency(
@@ -193,7 +189,6 @@ impl CommandGraphGenerator {
                     DependencyOrigin::Dataflow,
                 );
             }
-            self.table.add_read_boxes(cmd, scratch.bid, scratch.all);
         }
     }
 
