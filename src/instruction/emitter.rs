@@ -116,17 +116,20 @@ impl Emitter {
         id
     }
 
-    fn pending_mut(&mut self, id: InstructionId) -> &mut PendingInstruction {
+    /// Where `id` sits in the current batch (ids of a batch are consecutive).
+    fn batch_index(&self, id: InstructionId) -> usize {
         let first = self.batch.first().expect("empty batch").id().0;
-        &mut self.batch[(id.0 - first) as usize]
+        (id.0 - first) as usize
+    }
+
+    fn pending_mut(&mut self, id: InstructionId) -> &mut PendingInstruction {
+        let index = self.batch_index(id);
+        &mut self.batch[index]
     }
 
     /// The dependencies of an instruction of the current batch so far.
     pub fn has_dependencies(&self, id: InstructionId) -> bool {
-        let first = self.batch.first().expect("empty batch").id().0;
-        !self.batch[(id.0 - first) as usize]
-            .dependencies()
-            .is_empty()
+        !self.batch[self.batch_index(id)].dependencies().is_empty()
     }
 
     /// Makes `from` (of the current batch) depend on the older `to`.

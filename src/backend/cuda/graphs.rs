@@ -15,14 +15,15 @@
 //! Kernels with reductions, or with accessor boundary records outside the pinned pool, are not
 //! captured (their identities or records are copied from pageable host memory on the stream,
 //! which a graph would read at its launch instead of at the call); records in pinned memory are
-//! copied when the stream or graph reaches them either way ([`records`]). A launcher must only enqueue work on the stream it is given (API.md); one that
-//! makes a call that stream capture does not allow (a synchronous copy, a synchronisation), or
-//! enqueues a copy from or to pageable host memory (a stream stages it during the call, a graph
-//! would access it at its launch, after the launcher may have freed it), fails its whole batch
-//! with an error that says so. That is why a kernel is captured only when its command group
-//! declared its launcher launch-only (`hint_launch_only`; the C++ frontend does so for device
-//! lambdas, whose launcher it writes) or the program set `cuda_graphs=on`: a C launcher that was
-//! valid without graphs stays valid.
+//! copied when the stream or graph reaches them either way ([`records`]).
+//!
+//! A launcher must only enqueue work on the stream it is given (API.md); one that makes a call that
+//! stream capture does not allow (a synchronous copy, a synchronisation), or enqueues a copy from
+//! or to pageable host memory (a stream stages it during the call, a graph would access it at its
+//! launch, after the launcher may have freed it), fails its whole batch with an error that says so.
+//! That is why a kernel is captured only when its command group declared its launcher launch-only
+//! (`hint_launch_only`; the C++ frontend does so for device lambdas, whose launcher it writes) or
+//! the program set `cuda_graphs=on`: a C launcher that was valid without graphs stays valid.
 //!
 //! [`records`]: super::records
 
