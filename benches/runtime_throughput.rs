@@ -2,6 +2,9 @@
 //! and instruction graphs, executor thread, emulated devices): N tasks submitted then waited
 //! for, reported per task. "independent": tasks with empty kernels and no accesses; "chain":
 //! every task reads and writes the same small buffer, so each depends on the previous one.
+//!
+//! `RT_RUN="<devices> independent|chain <rounds>"` runs one workload that many rounds of
+//! `TASKS` tasks without criterion and prints µs per task (for callgrind's per-thread counts).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -49,7 +52,44 @@ fn time_rounds(
     total
 }
 
+/// The `RT_RUN` direct run, if the variable is set.
+fn direct_run() -> Option<()> {
+    let spec = std::env::var("RT_RUN").ok()?;
+    let words: Vec<&str> = spec.split_whitespace().collect();
+    let [devices, workload, rounds] = words[..] else {
+        panic!("RT_RUN=\"<devices> independent|chain <rounds>\"");
+    };
+    let devices: u32 = devices.parse().expect("devices");
+    let rounds: u64 = rounds.parse().expect("rounds");
+    let config = Config {
+        devices: DeviceSelection::Host(devices),
+        ..Config::from_environment().expect("CELERITY_* variables")
+    };
+    let mut rt = Runtime::start(config).expect("runtime");
+    let range = Range::new(devices as usize, 1, 1);
+    let kernel = empty_kernel();
+    let elapsed = match workload {
+        "independent" => time_rounds(&mut rt, rounds, range, &kernel, CommandGroup::new),
+        "chain" => {
+            let buffer = rt
+                .create_buffer(1, range, 8, 8, Some(&vec![0u8; 8 * devices as usize]))
+                .unwrap();
+            time_rounds(&mut rt, rounds, range, &kernel, || {
+                CommandGroup::new().access(buffer, AccessMode::ReadWrite, RangeMapper::OneToOne)
+            })
+        }
+        other => panic!("unknown workload {other}"),
+    };
+    rt.shutdown().unwrap();
+    let per_task = elapsed.as_secs_f64() * 1e6 / (rounds as f64 * TASKS as f64);
+    println!("{workload}, host:{devices}: {per_task:.2} us per task");
+    Some(())
+}
+
 fn bench(c: &mut Criterion) {
+    if direct_run().is_some() {
+        std::process::exit(0);
+    }
     let mut group = c.benchmark_group("runtime throughput");
     group.throughput(Throughput::Elements(TASKS as u64));
     group.sample_size(20);
