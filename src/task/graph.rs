@@ -91,7 +91,11 @@ impl TaskGraph {
                     .reset(tid, ty);
                 arc
             }
-            None => Arc::new(Task::bare(tid, ty, None)),
+            // `Arc::new` builds the ~950-byte task on the stack and copies it into the block it
+            // allocates afterwards; `new_cyclic` allocates first and runs the constructor with
+            // the block known, which lets the compiler build the task in place (no `unsafe`;
+            // the weak reference it offers is not kept)
+            None => Arc::new_cyclic(|_| Task::bare(tid, ty, None)),
         }
     }
 
