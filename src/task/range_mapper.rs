@@ -269,6 +269,7 @@ impl RangeMapper {
     }
 
     /// The region this mapper yields for `chunk` on a buffer of `buffer_range`, clamped to it.
+    #[inline]
     pub fn map(&self, chunk: &Chunk, buffer_dims: usize, buffer_range: Range) -> Mapped {
         let full = GridBox::full_range(buffer_range);
         let clamp = |b: GridBox| Region::from_box(b.intersection(&full));
