@@ -429,3 +429,7 @@ fn compute_task_regions(task: TaskId, clamp_warned: &AtomicBool, data: &mut Acce
         }
     }
 }
+
+#[cfg(test)]
+#[path = "tests/access.rs"]
+mod tests;
