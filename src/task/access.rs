@@ -112,15 +112,37 @@ struct AccessData {
 
 /// `into ∪= other` with [`Region::union`]'s result, but without its copy where one side is
 /// empty or a single box the other covers (the same fast paths, in the same order).
+#[inline]
 fn unite(into: &mut Region, other: Region) {
     if into.is_empty() {
         *into = other;
-    } else if other.is_empty() || (other.boxes().len() == 1 && into.covers(&other)) {
-        // keep `into`
-    } else if into.boxes().len() == 1 && other.covers(into) {
-        *into = other;
-    } else {
-        *into = into.union(&other);
+    } else if !covers_single(into, &other) {
+        if into.boxes().len() == 1 && other.covers(into) {
+            *into = other;
+        } else {
+            *into = into.union(&other);
+        }
+    }
+}
+
+/// [`unite`] of a region the caller keeps (copied only where `into` changes).
+#[inline]
+fn unite_copy(into: &mut Region, other: &Region) {
+    if into.is_empty() {
+        *into = other.clone();
+    } else if !covers_single(into, other) {
+        *into = into.union(other);
+    }
+}
+
+/// True if `other` is empty or a single box that `into` covers; an equal single box (a read
+/// and a write of the same box) is recognised without the covering test.
+#[inline]
+fn covers_single(into: &Region, other: &Region) -> bool {
+    match other.boxes() {
+        [] => true,
+        [b] => into.boxes() == [*b] || into.covers_box(b),
+        _ => false,
     }
 }
 
@@ -379,26 +401,35 @@ fn compute_task_regions(task: TaskId, clamp_warned: &AtomicBool, data: &mut Acce
     let whole = Chunk::new(g.dims, g.global_offset, g.global_size, g.global_size);
     let buffers = &mut data.buffers;
     for (i, acc) in data.accesses.iter().enumerate() {
-        let (bid, mode) = (acc.bid, acc.mode);
         let region = evaluate_access(task, clamp_warned, i, acc, &whole);
-        let (consumed, produced) = match (mode.is_consumer(), mode.is_producer()) {
-            (true, true) => (region.clone(), region),
-            (true, false) => (region, Region::new()),
-            (false, _) => (Region::new(), region),
-        };
-        match buffers.iter_mut().find(|b| b.bid == bid) {
-            Some(entry) => {
-                // a second access to the buffer (a read and a write of one buffer, as in
-                // stencils and gathers): unite, moving instead of copying where one side
-                // holds everything
-                unite(&mut entry.consumed, consumed);
-                unite(&mut entry.produced, produced);
+        let modes = (acc.mode.is_consumer(), acc.mode.is_producer());
+        match buffers.iter_mut().find(|b| b.bid == acc.bid) {
+            // a second access to the buffer (a read and a write of one buffer, as in stencils
+            // and gathers): unite, moving or copying only where the result changes
+            Some(entry) => match modes {
+                (true, true) => {
+                    unite_copy(&mut entry.consumed, &region);
+                    unite(&mut entry.produced, region);
+                }
+                (true, false) => unite(&mut entry.consumed, region),
+                (false, _) => unite(&mut entry.produced, region),
+            },
+            None => {
+                let (consumed, produced) = match modes {
+                    (true, true) => (region.clone(), region),
+                    (true, false) => (region, Region::new()),
+                    (false, _) => (Region::new(), region),
+                };
+                buffers.push(BufferRegions {
+                    bid: acc.bid,
+                    consumed,
+                    produced,
+                });
             }
-            None => buffers.push(BufferRegions {
-                bid,
-                consumed,
-                produced,
-            }),
         }
     }
 }
+
+#[cfg(test)]
+#[path = "tests/access.rs"]
+mod tests;

@@ -26,7 +26,7 @@ pub struct ReductionRequest {
 #[derive(Default, Clone, Debug)]
 pub struct CommandGroup {
     /// Accesses in call order (the accessor index of the C ABI).
-    pub accesses: SmallVec<[(BufferId, AccessMode, RangeMapper); 2]>,
+    pub accesses: SmallVec<[(BufferId, AccessMode, RangeMapper); 4]>,
     /// Host objects with side effects, in call order.
     pub side_effects: SmallVec<[HostObjectId; 2]>,
     /// Reductions, in call order.

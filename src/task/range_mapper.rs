@@ -208,6 +208,9 @@ impl RangeMapper {
 
     /// All checks of [`RangeMapper::validate_for_buffer`], plus the ones that need the kernel's
     /// dimensionality: ONE_TO_ONE and the neighborhoods need kernel dims == buffer dims.
+    // Inlined, calling out only for the two mappers `validate_for_buffer` checks: every access of
+    // every submission passes here, and most mappers need no buffer check at all.
+    #[inline]
     pub fn validate(
         &self,
         kernel_dims: usize,
@@ -215,7 +218,9 @@ impl RangeMapper {
         buffer_dims: usize,
         buffer_range: Range,
     ) -> Result<()> {
-        self.validate_for_buffer(buffer, buffer_dims, buffer_range)?;
+        if matches!(self, RangeMapper::Fixed(_) | RangeMapper::Slice(_)) {
+            self.validate_for_buffer(buffer, buffer_dims, buffer_range)?;
+        }
         let needs_equal_dims = matches!(
             self,
             RangeMapper::OneToOne
@@ -264,6 +269,7 @@ impl RangeMapper {
     }
 
     /// The region this mapper yields for `chunk` on a buffer of `buffer_range`, clamped to it.
+    #[inline]
     pub fn map(&self, chunk: &Chunk, buffer_dims: usize, buffer_range: Range) -> Mapped {
         let full = GridBox::full_range(buffer_range);
         let clamp = |b: GridBox| Region::from_box(b.intersection(&full));

@@ -125,7 +125,7 @@ impl TaskManager {
         &self,
         t: &mut Task,
         geometry: &TaskGeometry,
-        requested: &mut SmallVec<[(BufferId, AccessMode, RangeMapper); 2]>,
+        requested: &mut SmallVec<[(BufferId, AccessMode, RangeMapper); 4]>,
     ) -> Result<()> {
         for (bid, mode, mapper) in requested.drain(..) {
             let buffer = self.buffer("access", bid)?;
