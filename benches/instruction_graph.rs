@@ -38,8 +38,9 @@ struct Pipeline {
     iggen: InstructionGraphGenerator,
     /// `IDAG_SKIP=1`: build commands but compile nothing (the share of the upstream layers).
     skip_idag: bool,
-    /// `IG_DIGEST=1` (with `IG_RUN`): a hash of every command and instruction (debug form), printed
-    /// at the end, to check that a performance change leaves the graphs identical.
+    /// `IG_DIGEST=1` (with `IG_RUN`): a hash of every command and instruction (debug form, each
+    /// dependency list sorted: see [`sorted_dependency_lists`]), printed at the end, to check that a
+    /// performance change leaves the graphs identical.
     digest: Option<std::collections::hash_map::DefaultHasher>,
 }
 
@@ -47,12 +48,12 @@ impl Pipeline {
     fn task_created(&mut self, task: &Arc<Task>) {
         for command in self.cggen.build_task(task).expect("build_task") {
             if let Some(h) = &mut self.digest {
-                std::hash::Hash::hash(&format!("{command:?}"), h);
+                std::hash::Hash::hash(&sorted_dependency_lists(&format!("{command:?}")), h);
             }
             if !self.skip_idag {
                 let batch = self.iggen.compile(&command).expect("compile");
                 if let Some(h) = &mut self.digest {
-                    let text = format!("{batch:?}");
+                    let text = sorted_dependency_lists(&format!("{batch:?}"));
                     if std::env::var_os("IG_DIGEST").is_some_and(|v| v == "print") {
                         println!("{text}");
                     }
@@ -62,6 +63,46 @@ impl Pipeline {
             }
         }
     }
+}
+
+/// The debug form `text` with the items of every `dependencies: [..]` list sorted. A dependency
+/// list is a set: its order follows the order in which `RegionMap` queries report entries, which
+/// a change of the map's representation may change without changing the graph.
+fn sorted_dependency_lists(text: &str) -> String {
+    const KEY: &str = "dependencies: [";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(KEY) {
+        out.push_str(&rest[..at + KEY.len()]);
+        rest = &rest[at + KEY.len()..];
+        // the items up to the matching `]`, split at the commas outside nested brackets
+        let (mut depth, mut start, mut end) = (0usize, 0, rest.len());
+        let mut items = Vec::new();
+        for (i, c) in rest.char_indices() {
+            match c {
+                '[' | '{' | '(' => depth += 1,
+                ']' if depth == 0 => {
+                    end = i;
+                    break;
+                }
+                ']' | '}' | ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    items.push(rest[start..i].trim());
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        let last = rest[start..end].trim();
+        if !last.is_empty() {
+            items.push(last);
+        }
+        items.sort_unstable();
+        out.push_str(&items.join(", "));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 struct Ctx {

@@ -1,30 +1,41 @@
-//! The entry store behind [`RegionMap`](super::RegionMap): a flat list while the map fits one
-//! R-tree leaf, the [R-tree](super::rtree) once it outgrows it.
+//! The entry store behind [`RegionMap`](super::RegionMap): a flat list while the map holds at
+//! most [`FLAT_MAX`] entries, an [R-tree](super::rtree) once it outgrows that.
 //!
-//! Most maps of the graph generators hold a handful of entries. A tree of a single leaf node is
-//! already a list, but every question still goes through the tree's general machinery: recursive
-//! descents, slots that may hold a subtree, the root's growth and shrinkage with its orphan
-//! re-insertion. The list ([`Flat`]) holds the boxes and values side by side instead, and its
-//! operations are plain scans, pushes and removals.
+//! Most maps of the graph generators hold a handful of entries, and many of the rest a few
+//! dozen (a buffer written column by column, a 1-D buffer split over 16 devices). A tree of a
+//! single leaf node is already a list, but every question still goes through the tree's general
+//! machinery: recursive descents, slots that may hold a subtree, splits, the root's growth and
+//! shrinkage with its orphan re-insertion; and a map of two levels finds an entry's merge partner
+//! by up to six point probes from the root. The list ([`Flat`]) holds the boxes and values side by
+//! side instead, and its operations are plain scans, pushes and removals: at a few dozen entries a
+//! scan of all of them costs less than the descents.
 //!
-//! The flat list is exactly the leaf the tree would be: an insertion appends, a removal moves the
-//! last entry into the gap (the leaf's `swap_remove`), a box that shrinks or grows keeps its
-//! place. So queries report entries in the same order as the one-leaf tree, and the tree built
-//! when the list overflows (the full list as a leaf, then the tree's own insertion with its split)
-//! is the tree the map would have had. The representation never changes what a map reports, only
-//! what a question costs. Invariant: the root of [`EntryIndex`]'s tree is never a leaf (a tree that
-//! shrinks to one leaf becomes a list again).
+//! An insertion appends, a removal moves the last entry into the gap, a box that shrinks or grows
+//! keeps its place. A list that overflows becomes a tree loaded in one pass; a tree that shrinks
+//! to [`FLAT_RETURN`] entries (or to one leaf) becomes a list again, in the tree's order. Queries
+//! of a list report entries in list order, so the order of a map of more than one leaf's entries
+//! differs from the order a tree of the same entries would report; the point set and the values
+//! of every answer do not depend on it. Invariant: the root of [`EntryIndex`]'s tree is never a
+//! leaf, and a tree holds more than [`FLAT_RETURN`] entries (kept by
+//! [`RegionMap`](super::RegionMap), which counts them).
 
 use smallvec::SmallVec;
 
 use super::grid_box::GridBox;
 use super::rtree::{MAX_CHILDREN, Node, NodeBoxes, Orphan, Slot};
 
-/// Entries of a map that fits one leaf: `boxes[i]` holds `values[i]`.
+/// The most entries a flat list holds; one more turns it into a tree.
+pub(crate) const FLAT_MAX: usize = 32;
+
+/// A tree that shrinks to this many entries becomes a list again: well below [`FLAT_MAX`], so a
+/// map whose size hovers around the limit does not convert back and forth.
+pub(crate) const FLAT_RETURN: usize = FLAT_MAX / 2;
+
+/// Entries of a map of at most [`FLAT_MAX`] entries: `boxes[i]` holds `values[i]`.
 #[derive(Clone)]
 pub(crate) struct Flat<T> {
-    /// The leaf's own box list type: it moves between a list and a leaf as it is (the values are
-    /// rewrapped).
+    /// The leaf's own box list type (inline up to one leaf's entries, spilled beyond): a tree
+    /// that shrinks to one leaf hands its box list over as it is.
     pub boxes: NodeBoxes,
     pub values: SmallVec<[T; MAX_CHILDREN]>,
 }
@@ -39,11 +50,10 @@ pub(crate) struct Flat<T> {
 /// list while the tree is in use), so speculative loads read defined bytes.
 #[derive(Clone)]
 pub(crate) struct EntryIndex<T> {
-    /// At most [`MAX_CHILDREN`] entries, in the order of the tree's single leaf; empty while
-    /// `tree` is set.
+    /// At most [`FLAT_MAX`] entries; empty while `tree` is set.
     flat: Flat<T>,
-    /// An R-tree of at least two levels: a map that outgrew one leaf and has not shrunk back to one
-    /// (it may hold fewer than [`MAX_CHILDREN`] entries by then).
+    /// An R-tree of at least two levels: a map that outgrew the list and has not shrunk back to
+    /// [`FLAT_RETURN`] entries.
     tree: Option<Box<Node<T>>>,
 }
 
@@ -78,7 +88,7 @@ impl<T> EntryIndex<T> {
         }
     }
 
-    /// Number of levels of the index (1 for a flat list, which is one leaf).
+    /// Number of levels of the index (1 for a flat list).
     pub fn depth(&self) -> usize {
         match &self.tree {
             None => 1,
@@ -107,7 +117,8 @@ impl<T> EntryIndex<T> {
         }
     }
 
-    /// Calls `f` for every entry intersecting `q` (in the order of the tree's leaves).
+    /// Calls `f` for every entry intersecting `q` (in list order, or the order of the tree's
+    /// leaves).
     #[inline]
     pub fn query<'a>(&'a self, q: &GridBox, f: &mut impl FnMut(&GridBox, &'a T)) {
         match &self.tree {
@@ -181,12 +192,11 @@ impl<T> EntryIndex<T> {
         }
     }
 
-    /// Adds an entry (disjoint from all others). A full list becomes a tree: its leaf, then the
-    /// tree's insertion, which splits it.
+    /// Adds an entry (disjoint from all others). A full list becomes a tree.
     #[inline]
     pub fn insert(&mut self, b: GridBox, value: T) {
         match &mut self.tree {
-            None if self.flat.boxes.len() < MAX_CHILDREN => {
+            None if self.flat.boxes.len() < FLAT_MAX => {
                 self.flat.boxes.push(b);
                 self.flat.values.push(value);
             }
@@ -195,16 +205,26 @@ impl<T> EntryIndex<T> {
         }
     }
 
-    /// [`Self::insert`] into a full list: the list becomes a leaf, the tree's insertion splits it.
+    /// [`Self::insert`] into a full list: the list and the new entry are loaded into a tree.
     fn overflow(&mut self, b: GridBox, value: T) {
         debug_assert!(self.tree.is_none(), "not a list");
         let boxes = std::mem::take(&mut self.flat.boxes);
         let values = std::mem::take(&mut self.flat.values);
-        let mut leaf = Node::leaf(boxes, values);
-        let sibling = leaf
-            .insert(b, Slot::Value(value), 0)
-            .expect("a full leaf splits");
-        self.tree = Some(Box::new(Node::grow(leaf, sibling)));
+        let mut entries = Vec::with_capacity(FLAT_MAX + 1);
+        entries.extend(boxes.into_iter().zip(values));
+        entries.push((b, value));
+        self.tree = Some(Box::new(Node::bulk_load(entries)));
+    }
+
+    /// Turns a tree back into a list (in the order of its leaves); a list stays as it is. The
+    /// caller keeps the list within [`FLAT_MAX`] entries.
+    pub fn flatten(&mut self) {
+        if let Some(root) = self.tree.take() {
+            let mut entries = Vec::with_capacity(FLAT_MAX);
+            root.into_entries(&mut entries);
+            debug_assert!(entries.len() <= FLAT_MAX);
+            (self.flat.boxes, self.flat.values) = entries.into_iter().unzip();
+        }
     }
 
     /// Inserts into the tree at the node height `target`, growing the root if it splits.
@@ -217,7 +237,8 @@ impl<T> EntryIndex<T> {
 
     /// Removes the entry whose box is exactly `b` and returns its value (`None` if there is none).
     /// In a list the last entry moves into the gap; a tree re-inserts the items of the nodes that
-    /// fall below the minimum fill and becomes a list again when it shrinks to one leaf.
+    /// fall below the minimum fill and becomes a list again when it shrinks to one leaf (the
+    /// caller flattens it at [`FLAT_RETURN`] entries).
     #[inline]
     pub fn erase(&mut self, b: &GridBox, orphans: &mut Vec<Orphan<T>>) -> Option<T> {
         match &self.tree {
@@ -318,9 +339,9 @@ impl<T> EntryIndex<T> {
     }
 
     /// An index over `entries` (disjoint boxes) in coordinate order, built in one pass:
-    /// [`Node::bulk_load`], or the list that is its single leaf.
+    /// [`Node::bulk_load`], or a list of at most [`FLAT_MAX`] entries.
     pub fn bulk_load(mut entries: Vec<(GridBox, T)>) -> Self {
-        if entries.len() > MAX_CHILDREN {
+        if entries.len() > FLAT_MAX {
             return Self::from_tree(Node::bulk_load(entries));
         }
         entries.sort_unstable_by(|a, b| a.0.coordinate_order(&b.0));
@@ -342,7 +363,7 @@ impl<T> EntryIndex<T> {
     /// Checks the structural invariants (tests only).
     #[cfg(test)]
     pub fn check(&self) {
-        assert!(self.flat.boxes.len() <= MAX_CHILDREN);
+        assert!(self.flat.boxes.len() <= FLAT_MAX);
         assert_eq!(self.flat.boxes.len(), self.flat.values.len());
         if let Some(root) = &self.tree {
             assert!(self.flat.boxes.is_empty(), "a tree leaves the list empty");

@@ -4,7 +4,7 @@ use std::fmt;
 
 use smallvec::SmallVec;
 
-use super::entry_index::{EntryIndex, Flat};
+use super::entry_index::{EntryIndex, FLAT_RETURN, Flat};
 use super::grid_box::GridBox;
 use super::range::Range;
 use super::region::Region;
@@ -101,7 +101,7 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         self.len == 0
     }
 
-    /// Depth of the index (1 for a flat list, which is one R-tree leaf).
+    /// Depth of the index (1 for a flat list).
     pub fn depth(&self) -> usize {
         self.entries.depth()
     }
@@ -339,6 +339,11 @@ impl<T: Clone + PartialEq> RegionMap<T> {
             .erase(b, &mut self.orphans)
             .expect("erasing a box that is not an entry");
         self.len -= 1;
+        if self.len == FLAT_RETURN {
+            // a tree holds more entries than this (it starts above the list's limit, and the count
+            // moves by one): it becomes a list again
+            self.entries.flatten();
+        }
         v
     }
 
@@ -461,6 +466,11 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
         self.entries.check();
+        assert!(
+            self.depth() == 1 || self.len > FLAT_RETURN,
+            "a tree of {} entries",
+            self.len
+        );
         let mut area = 0usize;
         let mut count = 0;
         self.for_each(|b, _| {

@@ -1,4 +1,4 @@
-//! The spatial index behind a [`RegionMap`](super::RegionMap) that outgrows one leaf (see
+//! The spatial index behind a [`RegionMap`](super::RegionMap) that outgrows its flat list (see
 //! [`EntryIndex`](super::entry_index::EntryIndex)): an R-tree with 2
 //! to 8 children per node and Guttman's quadratic split, whose leaves hold
 //! disjoint boxes with their values.
@@ -57,18 +57,7 @@ impl<T> Node<T> {
         }
     }
 
-    /// A leaf holding the entries `boxes[i]` with `values[i]` (at most [`MAX_CHILDREN`]).
-    pub fn leaf(boxes: NodeBoxes, values: impl IntoIterator<Item = T>) -> Self {
-        let slots: SmallVec<_> = values.into_iter().map(Slot::Value).collect();
-        debug_assert!(boxes.len() == slots.len() && boxes.len() <= MAX_CHILDREN);
-        Node {
-            height: 0,
-            boxes,
-            slots,
-        }
-    }
-
-    /// The entries of a leaf, boxes and values side by side: [`Self::leaf`] undone.
+    /// The entries of a leaf, boxes and values side by side.
     pub fn into_leaf(self) -> (NodeBoxes, impl Iterator<Item = T>) {
         debug_assert_eq!(self.height, 0);
         let values = self.slots.into_iter().map(|s| match s {

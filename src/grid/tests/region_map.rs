@@ -668,50 +668,88 @@ fn a_small_map_merges_equal_neighbours() {
     rm.check_invariants();
 }
 
+/// Random updates of a map that crosses the list's limit both ways, against the dense oracle:
+/// values, the tiling, the merge partners of the list scan against the point probes, and the
+/// conversions between list and tree.
 #[test]
-fn a_map_grows_past_a_leaf_and_shrinks_back_to_a_list() {
-    let extent = [8, 8, 1];
-    let mut rm = RegionMap::new(Range(extent), 0u8);
-    let mut dense = Dense {
-        extent,
-        values: vec![0; 64],
-    };
-    let (mut grew, mut shrank) = (0, 0);
-    let mut seed = 12345u64;
-    let mut next = |n: usize| {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (seed >> 33) as usize % n
-    };
-    for step in 0..400 {
-        let was_list = rm.depth() == 1;
-        // mostly small boxes, now and then a large one that collapses the map again
-        let (b, v) = if step % 23 == 22 {
-            (GridBox::full_range(Range(extent)), next(3) as u8)
-        } else {
-            let (x, y) = (next(8), next(8));
-            let (w, h) = (1 + next(8 - x), 1 + next(8 - y));
-            (b2([x, y], [x + w, y + h]), next(4) as u8)
+fn a_map_grows_past_the_list_and_shrinks_back_to_a_list() {
+    use crate::grid::entry_index::{FLAT_MAX, FLAT_RETURN};
+    for (extent, seed) in [
+        ([16, 16, 1], 12345u64),
+        ([6, 6, 4], 777),
+        ([96, 1, 1], 4242),
+    ] {
+        let mut rm = RegionMap::new(Range(extent), 0u8);
+        let mut dense = Dense {
+            extent,
+            values: vec![0; extent.iter().product()],
         };
-        rm.update_box(&b, v);
-        for p in points_of(&b) {
-            dense.values[p[0] * 8 + p[1]] = v;
-        }
-        rm.check_invariants();
-        rm.check_merge_partner_scan();
-        let is_list = rm.depth() == 1;
-        assert!(!is_list || rm.len() <= 8, "a list of {} entries", rm.len());
-        grew += usize::from(was_list && !is_list);
-        shrank += usize::from(!was_list && is_list);
-        for p in crate::grid::test_util::PointSet::new(extent).points() {
-            assert_eq!(
-                rm.get_point(&p),
-                Some(&dense.at(p)),
-                "step {step}, point {p:?}"
+        let (mut grew, mut shrank, mut largest) = (0, 0, 0);
+        let mut seed = seed;
+        let mut next = |n: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        for step in 0..600 {
+            let was_list = rm.depth() == 1;
+            // mostly small boxes, now and then a large one that collapses the map again
+            let (b, v) = if step % 97 == 96 {
+                (GridBox::full_range(Range(extent)), next(3) as u8)
+            } else if step % 31 == 30 {
+                let lo = extent.map(|e| next(e / 2 + 1));
+                (b3(lo, extent), next(4) as u8)
+            } else {
+                let lo = extent.map(&mut next);
+                let hi: [usize; 3] =
+                    std::array::from_fn(|d| lo[d] + 1 + next((extent[d] - lo[d]).min(3)));
+                (b3(lo, hi), next(4) as u8)
+            };
+            rm.update_box(&b, v);
+            for p in points_of(&b) {
+                let i = (p[0] * extent[1] + p[1]) * extent[2] + p[2];
+                dense.values[i] = v;
+            }
+            rm.check_invariants();
+            rm.check_merge_partner_scan();
+            let is_list = rm.depth() == 1;
+            assert!(
+                !is_list || rm.len() <= FLAT_MAX,
+                "a list of {} entries",
+                rm.len()
             );
+            assert!(
+                is_list || rm.len() > FLAT_RETURN,
+                "a tree of {} entries",
+                rm.len()
+            );
+            grew += usize::from(was_list && !is_list);
+            shrank += usize::from(!was_list && is_list);
+            largest = largest.max(rm.len());
+            for p in crate::grid::test_util::PointSet::new(extent).points() {
+                assert_eq!(
+                    rm.get_point(&p),
+                    Some(&dense.at(p)),
+                    "step {step}, point {p:?}"
+                );
+            }
+            let half = extent.map(|e| e / 2);
+            check_query(
+                &rm,
+                &dense,
+                &[b3(half.map(|h| h / 2), half.map(|h| h + h / 2 + 1))],
+            );
+            if step % 50 == 49 {
+                // most values change at once: the whole map is rebuilt
+                rm.apply_to_values(|v| v / 2);
+                dense.values.iter_mut().for_each(|d| *d /= 2);
+                rm.check_invariants();
+            }
         }
-        check_query(&rm, &dense, &[b2([1, 2], [7, 5])]);
+        assert!(
+            grew >= 3 && shrank >= 3,
+            "{extent:?}: grew {grew}, shrank {shrank}, largest {largest}"
+        );
     }
-    assert!(grew >= 3 && shrank >= 3, "grew {grew}, shrank {shrank}");
 }
