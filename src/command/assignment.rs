@@ -96,7 +96,7 @@ impl Assignment {
     }
 
     /// Whether some chunk runs on another node.
-    fn has_remote(&self) -> bool {
+    pub fn has_remote(&self) -> bool {
         self.local.len() < self.chunks.len()
     }
 }
@@ -196,13 +196,73 @@ pub type BufferReads = SmallVec<[(BufferId, Region); 2]>;
 pub struct ChunkRequirements {
     /// Number of chunks of the whole task.
     pub num_chunks: usize,
-    /// This node's chunks with their requirements, in chunk order.
-    pub local: SmallVec<[(GridBox, RequirementsList); 1]>,
+    /// This node's chunks with their requirements, in chunk order; read the requirements through
+    /// [`ChunkRequirements::local_chunks`] (the list is left empty for a whole task).
+    local: SmallVec<[(GridBox, RequirementsList); 1]>,
+    /// The only local chunk spans the task, which has no reductions: its requirements are the
+    /// task-level regions of the access map, read there instead of copied (one node, master-node
+    /// tasks).
+    whole_task: bool,
     /// Per remote node (ascending) that has chunks: the union of what they consume, per buffer.
     pub remote_reads: Vec<(NodeId, BufferReads)>,
 }
 
+/// Per buffer of a local chunk: the buffer, what the chunk consumes and what it produces of it.
+pub type RequirementRefs<'a> = (BufferId, &'a Region, &'a Region);
+
+/// One of two iterators of the same items.
+enum Either<A, B> {
+    Left(A),
+    Right(B),
+}
+
+impl<T, A: Iterator<Item = T>, B: Iterator<Item = T>> Iterator for Either<A, B> {
+    type Item = T;
+
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        match self {
+            Either::Left(a) => a.next(),
+            Either::Right(b) => b.next(),
+        }
+    }
+}
+
 impl ChunkRequirements {
+    /// This node's chunks of `task` (the task whose requirements these are), in chunk order, each
+    /// with its requirements per buffer (accessed buffers in order of first access, then
+    /// reduction outputs not otherwise accessed).
+    pub fn local_chunks<'a>(
+        &'a self,
+        task: &'a Task,
+    ) -> impl Iterator<
+        Item = (
+            &'a GridBox,
+            impl Iterator<Item = RequirementRefs<'a>> + 'a,
+        ),
+    > + 'a {
+        let whole_task = self.whole_task;
+        self.local.iter().map(move |(chunk, list)| {
+            let reqs = if whole_task {
+                Either::Left(task.access_map().task_regions())
+            } else {
+                Either::Right(list.iter().map(|r| (r.bid, &r.consumed, &r.produced)))
+            };
+            (chunk, reqs)
+        })
+    }
+
+    /// Number of local chunks.
+    pub fn num_local_chunks(&self) -> usize {
+        self.local.len()
+    }
+
+    /// Whether the only local chunk spans the task, which has no reductions: what it writes is
+    /// what the task writes, so no other node writes anything.
+    pub fn is_whole_task(&self) -> bool {
+        self.whole_task
+    }
+
     /// The nodes other than the local one whose chunks consume `bid`.
     pub fn remote_readers(&self, bid: BufferId) -> impl Iterator<Item = NodeId> + '_ {
         self.remote_reads.iter().filter_map(move |(nid, reads)| {
@@ -213,11 +273,10 @@ impl ChunkRequirements {
         })
     }
 
-    /// Whether a local chunk consumes `bid`.
-    pub fn local_reads(&self, bid: BufferId) -> bool {
-        self.local
-            .iter()
-            .any(|(_, reqs)| reqs.iter().any(|r| r.bid == bid && !r.consumed.is_empty()))
+    /// Whether a local chunk of `task` consumes `bid`.
+    pub fn local_reads(&self, task: &Task, bid: BufferId) -> bool {
+        self.local_chunks(task)
+            .any(|(_, mut reqs)| reqs.any(|(b, consumed, _)| b == bid && !consumed.is_empty()))
     }
 }
 
@@ -384,7 +443,8 @@ impl ChunkRequirements {
     }
 
     /// Evaluates the local chunks `local` into the entries of the previous task (a new entry is
-    /// a copy of several hundred bytes).
+    /// a copy of several hundred bytes); a single chunk spanning a task without reductions is
+    /// not evaluated: its requirements are the task's (see [`ChunkRequirements::local_chunks`]).
     fn set_local<'a>(
         &mut self,
         task: &Task,
@@ -394,6 +454,16 @@ impl ChunkRequirements {
         self.local.truncate(n);
         while self.local.len() < n {
             self.local.push((GridBox::EMPTY, RequirementsList::new()));
+        }
+        self.whole_task = false;
+        if let ([(chunk, list)], Some(c)) = (&mut self.local[..], local.clone().next())
+            && c.chunk == task.geometry().global_box()
+            && task.reductions().is_empty()
+        {
+            *chunk = c.chunk;
+            list.clear();
+            self.whole_task = true;
+            return;
         }
         for ((chunk, list), c) in self.local.iter_mut().zip(local) {
             *chunk = c.chunk;

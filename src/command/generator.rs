@@ -513,7 +513,7 @@ impl CommandGraphGenerator {
                 self.completed_reductions.push(reduction.rid);
             }
         }
-        self.update_fresh_regions(task, &local_writes);
+        self.update_fresh_regions(task, &local_writes, reqs.is_whole_task());
         self.requirements = Some(reqs);
         Ok(())
     }
@@ -533,7 +533,13 @@ impl CommandGraphGenerator {
     ) {
         let map = task.access_map();
         let mut candidates: SmallVec<[PushCandidate; 4]> = SmallVec::new();
-        for (access, acc) in map.accesses().iter().enumerate() {
+        // without remote chunks there is nothing to push
+        let accesses = if assignment.has_remote() {
+            map.accesses()
+        } else {
+            &[]
+        };
+        for (access, acc) in accesses.iter().enumerate() {
             if !acc.mode.is_consumer() {
                 continue;
             }
@@ -556,29 +562,35 @@ impl CommandGraphGenerator {
         );
     }
 
-    /// Execution or fence commands for the local chunks; returns the local writes per buffer.
+    /// Execution or fence commands for the local chunks; returns the local writes per buffer
+    /// (none for a whole task: they are the task's).
     fn generate_task_commands(
         &mut self,
         task: &Task,
         reqs: &ChunkRequirements,
     ) -> SmallVec<[(BufferId, Region); 2]> {
         let mut local_writes: LocalWrites = SmallVec::new();
-        for (chunk, requirements) in &reqs.local {
+        // a whole task writes what the task writes: no need to collect it
+        let collect_writes = !reqs.is_whole_task();
+        for (chunk, requirements) in reqs.local_chunks(task) {
             let cmd = self.create_chunk_command(task, chunk);
-            for req in requirements {
-                if !req.consumed.is_empty() {
-                    self.add_read_dependencies(cmd, req.bid, &req.consumed);
+            for (bid, consumed, produced) in requirements {
+                if !consumed.is_empty() {
+                    self.add_read_dependencies(cmd, bid, consumed);
                 }
-                if !req.produced.is_empty() {
-                    self.record_local_write(task.id(), cmd, req.bid, &req.produced);
-                    match local_writes.iter_mut().find(|(b, _)| *b == req.bid) {
+                if !produced.is_empty() {
+                    self.record_local_write(task.id(), cmd, bid, produced);
+                    if !collect_writes {
+                        continue;
+                    }
+                    match local_writes.iter_mut().find(|(b, _)| *b == bid) {
                         Some((_, w)) => {
-                            w.add_region(&req.produced);
+                            w.add_region(produced);
                         }
                         None => {
                             let mut w = RegionBuilder::new();
-                            w.add_region(&req.produced);
-                            local_writes.push((req.bid, w));
+                            w.add_region(produced);
+                            local_writes.push((bid, w));
                         }
                     }
                 }
