@@ -373,7 +373,8 @@ impl CommandGraphGenerator {
                 writers.push(ws.command());
             }
         });
-        for writer in writers {
+        // by reference: a by-value loop first copies the whole inline list
+        for &writer in &writers {
             let entry = self.table.get(writer);
             let before = targets.len();
             for &dependent in &entry.true_dependents {
@@ -389,7 +390,7 @@ impl CommandGraphGenerator {
                 targets.push(writer);
             }
         }
-        for t in targets {
+        for &t in &targets {
             if t != write_cmd {
                 self.add_dependency(
                     write_cmd,
@@ -644,7 +645,7 @@ impl CommandGraphGenerator {
                     writers.push(*ws);
                 }
             });
-        for ws in writers {
+        for &ws in &writers {
             debug_assert!(ws.is_fresh(), "unresolved remote data dependency");
             self.add_dependency(
                 cmd,

@@ -184,7 +184,7 @@ impl CommandGraphGenerator {
             };
             let cmd = self.create_push(task.id(), transfer, targets);
             scratch.sources.sort_unstable();
-            for source in scratch.sources {
+            for &source in &scratch.sources {
                 self.add_dependency(
                     cmd,
                     source,
