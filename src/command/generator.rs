@@ -258,7 +258,9 @@ impl CommandGraphGenerator {
         Ok(commands)
     }
 
-    /// Creates a command in the batch and returns its id.
+    /// Creates a command in the batch and returns its id. Inlined: the kind is then built in
+    /// place instead of copied into the command (the command is copied into its `Arc` anyway).
+    #[inline(always)]
     pub(super) fn create(&mut self, tid: TaskId, kind: CommandKind) -> CommandId {
         let id = CommandId(self.next_cid);
         self.next_cid += 1;
@@ -280,7 +282,7 @@ impl CommandGraphGenerator {
         &mut self,
         tid: TaskId,
         transfer: TransferId,
-        targets: SmallVec<[(NodeId, Region); 2]>,
+        targets: Vec<(NodeId, Region)>,
     ) -> CommandId {
         let cmd = self.create(tid, CommandKind::Push { transfer, targets });
         let CommandKind::Push { targets, .. } = &self.batch.last().expect("just created").kind

@@ -172,7 +172,7 @@ impl CommandGraphGenerator {
         });
         // drained, not moved: a by-value loop first copies the whole inline list
         for mut scratch in per_buffer.drain(..) {
-            let targets: SmallVec<[(NodeId, Region); 2]> = scratch
+            let targets: Vec<(NodeId, Region)> = scratch
                 .targets
                 .into_iter()
                 .map(|(nid, builder)| (nid, builder.into_region()))
