@@ -79,9 +79,12 @@ impl CommandTable {
 
     /// Records that `cmd` reads the union of `boxes` of `bid` (added to earlier reads of it).
     pub fn add_read(&mut self, cmd: CommandId, bid: BufferId, boxes: &[GridBox]) {
-        self.get_mut(cmd)
-            .reads
-            .extend(boxes.iter().map(|b| (bid, *b)));
+        let reads = &mut self.get_mut(cmd).reads;
+        match boxes {
+            // the common case, without `extend`'s size hint and reservation
+            [single] => reads.push((bid, *single)),
+            _ => reads.extend(boxes.iter().map(|b| (bid, *b))),
+        }
     }
 
     /// Records that `cmd` reads the union of `regions` of `bid` (a push's targets: the read
