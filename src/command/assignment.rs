@@ -80,16 +80,20 @@ pub(super) struct Assignment {
     pub chunks: Vec<AssignedChunk>,
     /// Indices of the local node's chunks.
     local: SmallVec<[usize; 1]>,
+    /// The local node has one chunk, and it spans the task.
+    local_spans_task: bool,
     /// The chunks follow each other along dimension 0 with equal extents in the others (a 1-D
     /// split), so the box from the first to the last chunk of a run covers exactly the run.
     sequence_along_dim0: bool,
 }
 
 impl Assignment {
-    fn new(chunks: Vec<AssignedChunk>, local: NodeId) -> Self {
-        let local_chunks = (0..chunks.len()).filter(|&i| chunks[i].node == local);
+    fn new(chunks: Vec<AssignedChunk>, local: NodeId, task: &GridBox) -> Self {
+        let local_chunks: SmallVec<[usize; 1]> =
+            (0..chunks.len()).filter(|&i| chunks[i].node == local).collect();
         Assignment {
-            local: local_chunks.collect(),
+            local_spans_task: matches!(local_chunks[..], [i] if chunks[i].chunk == *task),
+            local: local_chunks,
             sequence_along_dim0: !chunks.is_empty() && is_sequence_along_dim0(&chunks),
             chunks,
         }
@@ -141,7 +145,7 @@ impl SplitCache {
             return Arc::clone(a);
         }
         let chunks = split_and_assign(task, num_nodes, multiplier);
-        let assignment = Arc::new(Assignment::new(chunks, local));
+        let assignment = Arc::new(Assignment::new(chunks, local, &key.full));
         if self.entries.len() < Self::CAPACITY {
             self.entries.push((key, Arc::clone(&assignment)));
         } else {
@@ -423,7 +427,11 @@ pub fn compute_requirements(
     out: &mut ChunkRequirements,
 ) {
     out.reset(chunks.len());
-    out.set_local(task, chunks.iter().filter(|c| c.node == local));
+    let local_chunks = chunks.iter().filter(|c| c.node == local);
+    let full = task.geometry().global_box();
+    let spans_task = matches!(local_chunks.clone().next(), Some(c) if c.chunk == full)
+        && local_chunks.clone().count() == 1;
+    out.set_local(task, local_chunks, spans_task);
     for c in chunks.iter().filter(|c| c.node != local) {
         let reqs = chunk_requirements(task, c.node, &c.chunk, true);
         let reads = out.remote_reads_of(c.node);
@@ -443,26 +451,25 @@ impl ChunkRequirements {
     }
 
     /// Evaluates the local chunks `local` into the entries of the previous task (a new entry is
-    /// a copy of several hundred bytes); a single chunk spanning a task without reductions is
-    /// not evaluated: its requirements are the task's (see [`ChunkRequirements::local_chunks`]).
+    /// a copy of several hundred bytes); a single chunk spanning a task without reductions
+    /// (`spans_task`: `local` is that chunk) is not evaluated: its requirements are the task's
+    /// (see [`ChunkRequirements::local_chunks`]).
     fn set_local<'a>(
         &mut self,
         task: &Task,
         local: impl Iterator<Item = &'a AssignedChunk> + Clone,
+        spans_task: bool,
     ) {
         let n = local.clone().count();
         self.local.truncate(n);
         while self.local.len() < n {
             self.local.push((GridBox::EMPTY, RequirementsList::new()));
         }
-        self.whole_task = false;
-        if let ([(chunk, list)], Some(c)) = (&mut self.local[..], local.clone().next())
-            && c.chunk == task.geometry().global_box()
-            && task.reductions().is_empty()
-        {
-            *chunk = c.chunk;
+        self.whole_task = spans_task && task.reductions().is_empty();
+        if self.whole_task {
+            let (chunk, list) = &mut self.local[0];
+            *chunk = local.clone().next().expect("one local chunk").chunk;
             list.clear();
-            self.whole_task = true;
             return;
         }
         for ((chunk, list), c) in self.local.iter_mut().zip(local) {
@@ -498,7 +505,11 @@ pub(super) fn compute_pushable_requirements(
 ) {
     let chunks = &assignment.chunks;
     out.reset(chunks.len());
-    out.set_local(task, assignment.local.iter().map(|&i| &chunks[i]));
+    out.set_local(
+        task,
+        assignment.local.iter().map(|&i| &chunks[i]),
+        assignment.local_spans_task,
+    );
     if candidates.is_empty() || !assignment.has_remote() {
         return;
     }

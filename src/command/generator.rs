@@ -65,6 +65,9 @@ pub struct CommandGraphGenerator {
     pub(super) epoch_for_new_commands: CommandId,
     current_horizon: Option<CommandId>,
     pub(super) completed_reductions: Vec<ReductionId>,
+    /// Some buffer [may hold stale data](BufferState::may_hold_stale) (never cleared): while
+    /// false, no task awaits anything.
+    pub(super) may_hold_stale: bool,
     recorder: Option<CommandRecorder>,
     /// Commands of the current `build_task`, not shared until it returns them.
     batch: CommandBatch,
@@ -104,6 +107,7 @@ impl CommandGraphGenerator {
             epoch_for_new_commands: CommandId(0),
             current_horizon: None,
             completed_reductions: Vec::new(),
+            may_hold_stale: false,
             recorder: None,
             batch: CommandBatch::new(),
             batch_task: None,
@@ -670,9 +674,12 @@ impl CommandGraphGenerator {
     ) {
         self.add_anti_dependencies(tid, bid, produced, cmd);
         let buffer = self.buffers.get_mut(&bid).expect("validated");
-        buffer.pushable_bounds = buffer
-            .pushable_bounds
-            .bounding_box(&produced.bounding_box());
+        if self.num_nodes > 1 {
+            // a single node never pushes
+            buffer.pushable_bounds = buffer
+                .pushable_bounds
+                .bounding_box(&produced.bounding_box());
+        }
         buffer
             .last_writers
             .update_region(produced, WriteState::new(cmd, false));

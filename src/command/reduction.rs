@@ -49,6 +49,7 @@ impl CommandGraphGenerator {
                 },
             );
             post.name = buffer.name.clone();
+            self.may_hold_stale |= post.may_hold_stale;
             // the local reduction result (if any) is the only data this node may push later
             post.pushable_bounds = SCALAR_BOX;
             let transfer = TransferId {

@@ -197,6 +197,9 @@ impl CommandGraphGenerator {
 
     /// One await-push per buffer for the parts the local chunks consume but do not hold fresh.
     pub(super) fn generate_await_pushes(&mut self, task: &Task, reqs: &ChunkRequirements) {
+        if !self.may_hold_stale {
+            return;
+        }
         let mut per_buffer: SmallVec<[(BufferId, RegionBuilder); 2]> = SmallVec::new();
         for (_, requirements) in reqs.local_chunks(task) {
             for (bid, consumed, _) in requirements {
@@ -296,6 +299,7 @@ impl CommandGraphGenerator {
                 }
             });
             buffer.may_hold_stale |= !fresh.is_empty();
+            self.may_hold_stale |= !fresh.is_empty();
             for &(b, ws) in &fresh {
                 buffer.last_writers.update_box(&b, ws.stale());
             }
