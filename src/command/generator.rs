@@ -9,6 +9,7 @@ use super::assignment::{
     touched_buffers,
 };
 use super::buffer_state::{BufferState, WriteState};
+use super::buffer_table::BufferTable;
 use super::command::{Command, CommandBatch, CommandDependencies, CommandDependency, CommandKind};
 use super::graph::CommandTable;
 use super::node_bitset::NodeBitset;
@@ -59,7 +60,7 @@ pub struct CommandGraphGenerator {
     splits: SplitCache,
     next_cid: u64,
     pub(super) table: CommandTable,
-    pub(super) buffers: IdMap<BufferId, BufferState>,
+    pub(super) buffers: BufferTable<BufferState>,
     host_objects: IdMap<HostObjectId, CommandId>,
     collective_groups: IdMap<CollectiveGroupId, CommandId>,
     pub(super) epoch_for_new_commands: CommandId,
@@ -100,7 +101,7 @@ impl CommandGraphGenerator {
             splits: SplitCache::default(),
             next_cid: 0,
             table: CommandTable::default(),
-            buffers: IdMap::default(),
+            buffers: BufferTable::default(),
             host_objects: IdMap::default(),
             collective_groups: IdMap::default(),
             // the init epoch will be command 0
