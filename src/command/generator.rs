@@ -482,13 +482,20 @@ impl CommandGraphGenerator {
         let assignment =
             self.splits
                 .assignment(task, self.num_nodes, self.chunk_multiplier, self.local_nid);
-        let touched = touched_buffers(task);
         // an unknown buffer counts too: the full path reports it
-        let pending = touched.iter().any(|bid| {
-            self.buffers
-                .get(bid)
-                .is_none_or(|b| b.pending_reduction.is_some())
-        });
+        let pending = (task.access_map().accessed_buffers())
+            .chain(task.reductions().iter().map(|r| r.bid))
+            .any(|bid| {
+                self.buffers
+                    .get(&bid)
+                    .is_none_or(|b| b.pending_reduction.is_some())
+            });
+        // listed only when needed
+        let touched = if pending {
+            touched_buffers(task)
+        } else {
+            SmallVec::new()
+        };
         // reductions need every remote reader of the buffers involved (to count readers and to
         // push partial results), so their tasks take the full requirements
         // evaluated into the record of the previous task
@@ -510,7 +517,8 @@ impl CommandGraphGenerator {
         }
         self.generate_pushes(task, &reqs);
         self.generate_await_pushes(task, &reqs);
-        let local_writes = self.generate_task_commands(task, &reqs);
+        let mut local_writes = SmallVec::new();
+        self.generate_task_commands(task, &reqs, &mut local_writes);
 
         for reduction in task.reductions() {
             if reqs.num_chunks > 1 {
@@ -570,13 +578,15 @@ impl CommandGraphGenerator {
         );
     }
 
-    /// Execution or fence commands for the local chunks; returns the local writes per buffer
-    /// (none for a whole task: they are the task's).
+    /// Execution or fence commands for the local chunks; the local writes per buffer go to
+    /// `regions` (none for a whole task: they are the task's; an out parameter, as returning the
+    /// inline list copied it).
     fn generate_task_commands(
         &mut self,
         task: &Task,
         reqs: &ChunkRequirements,
-    ) -> SmallVec<[(BufferId, Region); 2]> {
+        regions: &mut SmallVec<[(BufferId, Region); 2]>,
+    ) {
         let mut local_writes: LocalWrites = SmallVec::new();
         // a whole task writes what the task writes: no need to collect it
         let collect_writes = !reqs.is_whole_task();
@@ -607,11 +617,9 @@ impl CommandGraphGenerator {
             self.add_epoch_dependency(cmd);
         }
         // drained, not moved: a by-value iterator first copies the whole inline list
-        let mut regions = SmallVec::new();
         for (bid, w) in local_writes.drain(..) {
             regions.push((bid, w.into_region()));
         }
-        regions
     }
 
     /// The execution (or fence) command of one local chunk, serialised after the previous
