@@ -535,9 +535,13 @@ pub(super) fn compute_pushable_requirements(
             add_read(out.remote_reads_of(c.node), cand.bid, region);
         };
         if assignment.sequence_along_dim0 {
-            // the span of all chunks is the task: the candidate filter has looked at it
+            // the span of all chunks is the task: the candidate filter has looked at it. A custom
+            // mapper builds its region for a span test as for a chunk, so once both halves of
+            // all chunks read pushable data (all-to-all patterns: gathers, transposes) the chunks
+            // are visited one by one instead of bisected further; a built-in mapper's bounds are
+            // cheap, and only both halves of a half that read make it visit them all.
             let all = (0, chunks.len());
-            bisect_readers(chunks, all, local, &reads, &mut visit, (false, false));
+            bisect_readers(chunks, all, local, &reads, &mut visit, (false, custom));
         } else {
             for (i, c) in chunks.iter().enumerate() {
                 if c.node != local {
