@@ -89,8 +89,9 @@ pub(super) struct Assignment {
 
 impl Assignment {
     fn new(chunks: Vec<AssignedChunk>, local: NodeId, task: &GridBox) -> Self {
-        let local_chunks: SmallVec<[usize; 1]> =
-            (0..chunks.len()).filter(|&i| chunks[i].node == local).collect();
+        let local_chunks: SmallVec<[usize; 1]> = (0..chunks.len())
+            .filter(|&i| chunks[i].node == local)
+            .collect();
         Assignment {
             local_spans_task: matches!(local_chunks[..], [i] if chunks[i].chunk == *task),
             local: local_chunks,
@@ -239,12 +240,8 @@ impl ChunkRequirements {
     pub fn local_chunks<'a>(
         &'a self,
         task: &'a Task,
-    ) -> impl Iterator<
-        Item = (
-            &'a GridBox,
-            impl Iterator<Item = RequirementRefs<'a>> + 'a,
-        ),
-    > + 'a {
+    ) -> impl Iterator<Item = (&'a GridBox, impl Iterator<Item = RequirementRefs<'a>> + 'a)> + 'a
+    {
         let whole_task = self.whole_task;
         self.local.iter().map(move |(chunk, list)| {
             let reqs = if whole_task {

@@ -157,7 +157,8 @@ impl CommandGraphGenerator {
             if self.buffers[&bid].pending_reduction.is_none() {
                 continue;
             }
-            let readers = reqs.remote_readers(bid).count() + usize::from(reqs.local_reads(task, bid));
+            let readers =
+                reqs.remote_readers(bid).count() + usize::from(reqs.local_reads(task, bid));
             if readers > 1 && readers != self.num_nodes {
                 return Err(Error::unsupported(format!(
                     "{} reads the result of a reduction into {} on {readers} of {} nodes; a \
