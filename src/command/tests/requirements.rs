@@ -5,9 +5,12 @@ use super::*;
 use crate::command::assignment::{ChunkRequirements, compute_requirements, split_and_assign};
 use crate::grid::RegionBuilder;
 
+/// Per buffer: the buffer, what a chunk consumes of it and what it produces.
+type Requirements = Vec<(BufferId, Region, Region)>;
+
 /// Per accessed buffer (in order of first access): the union of what the accesses consume and
 /// produce on `chunk`, each access's mapper evaluated anew.
-fn evaluated(task: &Task, chunk: &GridBox) -> Vec<(BufferId, Region, Region)> {
+fn evaluated(task: &Task, chunk: &GridBox) -> Requirements {
     let map = task.access_map();
     let mut out: Vec<(BufferId, RegionBuilder, RegionBuilder)> = Vec::new();
     for (i, access) in map.accesses().iter().enumerate() {
@@ -32,7 +35,7 @@ fn evaluated(task: &Task, chunk: &GridBox) -> Vec<(BufferId, Region, Region)> {
 }
 
 /// The local chunks' requirements as the generator reads them.
-fn local(task: &Task, nodes: usize) -> (bool, Vec<(GridBox, Vec<(BufferId, Region, Region)>)>) {
+fn local(task: &Task, nodes: usize) -> (bool, Vec<(GridBox, Requirements)>) {
     let chunks = split_and_assign(task, nodes, 1);
     let mut reqs = ChunkRequirements::default();
     compute_requirements(task, &chunks, NodeId(0), &mut reqs);
