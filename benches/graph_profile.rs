@@ -7,10 +7,19 @@
 //! kernels, node 0 of `nodes`; `command-tm` runs that context's task manager alone, the share of
 //! a `command` figure that is not the command graph). Per-run instructions:
 //! (count(k) - count(1)) / (k - 1).
+//!
+//! `graph_profile command-digest <topology|all> <nodes> <node>` prints, per topology, a digest of
+//! node `node`'s command graph (every command's `Debug` form: id, task, kind, dependencies), to
+//! check that a change to the generator leaves the graphs of every node count as they were.
 
 mod common;
 
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::hint::black_box;
+use std::sync::Arc;
+
+use celerity::types::NodeId;
+use parking_lot::Mutex;
 
 use common::contexts::{CommandGraphCtx, TaskGraphCtx, generate_and_delete_tasks};
 use common::topologies::{self, TopologyContext};
@@ -26,6 +35,30 @@ fn run_topologies<C: TopologyContext>(filter: &str, new: impl Fn() -> C) {
     }
 }
 
+/// Prints a digest of node `node`'s command graph for every topology matching `filter`.
+fn print_command_digests(filter: &str, nodes: usize, node: u64) {
+    for (name, build) in topologies::all::<CommandGraphCtx>() {
+        if filter == "all" || name.starts_with(filter) {
+            let digest = Arc::new(Mutex::new((DefaultHasher::new(), 0usize)));
+            let sink = Arc::clone(&digest);
+            let mut ctx = CommandGraphCtx::observed(nodes, NodeId(node), move |batch| {
+                let mut sink = sink.lock();
+                for cmd in batch {
+                    format!("{cmd:?}").hash(&mut sink.0);
+                    sink.1 += 1;
+                }
+            });
+            build(&mut ctx);
+            drop(ctx);
+            let (hasher, count) = &*digest.lock();
+            println!(
+                "{name} nodes {nodes} node {node}: {count} commands, digest {:016x}",
+                hasher.finish()
+            );
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -33,8 +66,13 @@ fn main() {
         .collect();
     if args.len() < 4 {
         eprintln!(
-            "usage: graph_profile <task|command|command-tm> <topology|handling|all> <nodes> <iterations>"
+            "usage: graph_profile <task|command|command-tm> <topology|handling|all> <nodes> <iterations>\n       graph_profile command-digest <topology|all> <nodes> <node>"
         );
+        return;
+    }
+    if args[0] == "command-digest" {
+        let node = args[3].parse().expect("node");
+        print_command_digests(&args[1], args[2].parse().expect("nodes"), node);
         return;
     }
     let command = args[0].starts_with("command");

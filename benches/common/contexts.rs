@@ -5,7 +5,7 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use celerity::command::{CommandGraphGenerator, CommandPolicies};
+use celerity::command::{CommandBatch, CommandGraphGenerator, CommandPolicies};
 use celerity::grid::Range;
 use celerity::runtime::config::ErrorPolicy;
 use celerity::task::{
@@ -112,8 +112,33 @@ impl CommandGraphCtx {
                 black_box(sink.lock().build_task(task).expect("build_task"));
             }
         };
+        Self::with_delegate(num_nodes, cggen, Box::new(delegate))
+    }
+
+    /// Builds node `local`'s command graph and hands every batch to `observe` (to compare the
+    /// graphs of two builds).
+    pub fn observed(
+        num_nodes: usize,
+        local: NodeId,
+        mut observe: impl FnMut(&CommandBatch) + Send + 'static,
+    ) -> Self {
+        let cggen = Arc::new(Mutex::new(
+            CommandGraphGenerator::new(num_nodes, local, ignore_policies()).expect("generator"),
+        ));
+        let sink = Arc::clone(&cggen);
+        let delegate = move |task: &Arc<Task>| {
+            observe(&sink.lock().build_task(task).expect("build_task"));
+        };
+        Self::with_delegate(num_nodes, cggen, Box::new(delegate))
+    }
+
+    fn with_delegate(
+        num_nodes: usize,
+        cggen: Arc<Mutex<CommandGraphGenerator>>,
+        delegate: Box<dyn TaskDelegate + Send>,
+    ) -> Self {
         CommandGraphCtx {
-            tm: task_manager(num_nodes, Some(Box::new(delegate))),
+            tm: task_manager(num_nodes, Some(delegate)),
             cggen,
             num_nodes,
             ids: BufferIds::default(),

@@ -80,23 +80,28 @@ pub(super) struct Assignment {
     pub chunks: Vec<AssignedChunk>,
     /// Indices of the local node's chunks.
     local: SmallVec<[usize; 1]>,
+    /// The local node has one chunk, and it spans the task.
+    local_spans_task: bool,
     /// The chunks follow each other along dimension 0 with equal extents in the others (a 1-D
     /// split), so the box from the first to the last chunk of a run covers exactly the run.
     sequence_along_dim0: bool,
 }
 
 impl Assignment {
-    fn new(chunks: Vec<AssignedChunk>, local: NodeId) -> Self {
-        let local_chunks = (0..chunks.len()).filter(|&i| chunks[i].node == local);
+    fn new(chunks: Vec<AssignedChunk>, local: NodeId, task: &GridBox) -> Self {
+        let local_chunks: SmallVec<[usize; 1]> = (0..chunks.len())
+            .filter(|&i| chunks[i].node == local)
+            .collect();
         Assignment {
-            local: local_chunks.collect(),
+            local_spans_task: matches!(local_chunks[..], [i] if chunks[i].chunk == *task),
+            local: local_chunks,
             sequence_along_dim0: !chunks.is_empty() && is_sequence_along_dim0(&chunks),
             chunks,
         }
     }
 
     /// Whether some chunk runs on another node.
-    fn has_remote(&self) -> bool {
+    pub fn has_remote(&self) -> bool {
         self.local.len() < self.chunks.len()
     }
 }
@@ -141,7 +146,7 @@ impl SplitCache {
             return Arc::clone(a);
         }
         let chunks = split_and_assign(task, num_nodes, multiplier);
-        let assignment = Arc::new(Assignment::new(chunks, local));
+        let assignment = Arc::new(Assignment::new(chunks, local, &key.full));
         if self.entries.len() < Self::CAPACITY {
             self.entries.push((key, Arc::clone(&assignment)));
         } else {
@@ -196,13 +201,69 @@ pub type BufferReads = SmallVec<[(BufferId, Region); 2]>;
 pub struct ChunkRequirements {
     /// Number of chunks of the whole task.
     pub num_chunks: usize,
-    /// This node's chunks with their requirements, in chunk order.
-    pub local: SmallVec<[(GridBox, RequirementsList); 1]>,
+    /// This node's chunks with their requirements, in chunk order; read the requirements through
+    /// [`ChunkRequirements::local_chunks`] (the list is left empty for a whole task).
+    local: SmallVec<[(GridBox, RequirementsList); 1]>,
+    /// The only local chunk spans the task, which has no reductions: its requirements are the
+    /// task-level regions of the access map, read there instead of copied (one node, master-node
+    /// tasks).
+    whole_task: bool,
     /// Per remote node (ascending) that has chunks: the union of what they consume, per buffer.
     pub remote_reads: Vec<(NodeId, BufferReads)>,
 }
 
+/// Per buffer of a local chunk: the buffer, what the chunk consumes and what it produces of it.
+pub type RequirementRefs<'a> = (BufferId, &'a Region, &'a Region);
+
+/// One of two iterators of the same items.
+enum Either<A, B> {
+    Left(A),
+    Right(B),
+}
+
+impl<T, A: Iterator<Item = T>, B: Iterator<Item = T>> Iterator for Either<A, B> {
+    type Item = T;
+
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        match self {
+            Either::Left(a) => a.next(),
+            Either::Right(b) => b.next(),
+        }
+    }
+}
+
 impl ChunkRequirements {
+    /// This node's chunks of `task` (the task whose requirements these are), in chunk order, each
+    /// with its requirements per buffer (accessed buffers in order of first access, then
+    /// reduction outputs not otherwise accessed).
+    pub fn local_chunks<'a>(
+        &'a self,
+        task: &'a Task,
+    ) -> impl Iterator<Item = (&'a GridBox, impl Iterator<Item = RequirementRefs<'a>> + 'a)> + 'a
+    {
+        let whole_task = self.whole_task;
+        self.local.iter().map(move |(chunk, list)| {
+            let reqs = if whole_task {
+                Either::Left(task.access_map().task_regions())
+            } else {
+                Either::Right(list.iter().map(|r| (r.bid, &r.consumed, &r.produced)))
+            };
+            (chunk, reqs)
+        })
+    }
+
+    /// Number of local chunks.
+    pub fn num_local_chunks(&self) -> usize {
+        self.local.len()
+    }
+
+    /// Whether the only local chunk spans the task, which has no reductions: what it writes is
+    /// what the task writes, so no other node writes anything.
+    pub fn is_whole_task(&self) -> bool {
+        self.whole_task
+    }
+
     /// The nodes other than the local one whose chunks consume `bid`.
     pub fn remote_readers(&self, bid: BufferId) -> impl Iterator<Item = NodeId> + '_ {
         self.remote_reads.iter().filter_map(move |(nid, reads)| {
@@ -213,11 +274,10 @@ impl ChunkRequirements {
         })
     }
 
-    /// Whether a local chunk consumes `bid`.
-    pub fn local_reads(&self, bid: BufferId) -> bool {
-        self.local
-            .iter()
-            .any(|(_, reqs)| reqs.iter().any(|r| r.bid == bid && !r.consumed.is_empty()))
+    /// Whether a local chunk of `task` consumes `bid`.
+    pub fn local_reads(&self, task: &Task, bid: BufferId) -> bool {
+        self.local_chunks(task)
+            .any(|(_, mut reqs)| reqs.any(|(b, consumed, _)| b == bid && !consumed.is_empty()))
     }
 }
 
@@ -364,7 +424,11 @@ pub fn compute_requirements(
     out: &mut ChunkRequirements,
 ) {
     out.reset(chunks.len());
-    out.set_local(task, chunks.iter().filter(|c| c.node == local));
+    let local_chunks = chunks.iter().filter(|c| c.node == local);
+    let full = task.geometry().global_box();
+    let spans_task = matches!(local_chunks.clone().next(), Some(c) if c.chunk == full)
+        && local_chunks.clone().count() == 1;
+    out.set_local(task, local_chunks, spans_task);
     for c in chunks.iter().filter(|c| c.node != local) {
         let reqs = chunk_requirements(task, c.node, &c.chunk, true);
         let reads = out.remote_reads_of(c.node);
@@ -384,16 +448,26 @@ impl ChunkRequirements {
     }
 
     /// Evaluates the local chunks `local` into the entries of the previous task (a new entry is
-    /// a copy of several hundred bytes).
+    /// a copy of several hundred bytes); a single chunk spanning a task without reductions
+    /// (`spans_task`: `local` is that chunk) is not evaluated: its requirements are the task's
+    /// (see [`ChunkRequirements::local_chunks`]).
     fn set_local<'a>(
         &mut self,
         task: &Task,
         local: impl Iterator<Item = &'a AssignedChunk> + Clone,
+        spans_task: bool,
     ) {
         let n = local.clone().count();
         self.local.truncate(n);
         while self.local.len() < n {
             self.local.push((GridBox::EMPTY, RequirementsList::new()));
+        }
+        self.whole_task = spans_task && task.reductions().is_empty();
+        if self.whole_task {
+            let (chunk, list) = &mut self.local[0];
+            *chunk = local.clone().next().expect("one local chunk").chunk;
+            list.clear();
+            return;
         }
         for ((chunk, list), c) in self.local.iter_mut().zip(local) {
             *chunk = c.chunk;
@@ -428,7 +502,11 @@ pub(super) fn compute_pushable_requirements(
 ) {
     let chunks = &assignment.chunks;
     out.reset(chunks.len());
-    out.set_local(task, assignment.local.iter().map(|&i| &chunks[i]));
+    out.set_local(
+        task,
+        assignment.local.iter().map(|&i| &chunks[i]),
+        assignment.local_spans_task,
+    );
     if candidates.is_empty() || !assignment.has_remote() {
         return;
     }
@@ -454,9 +532,13 @@ pub(super) fn compute_pushable_requirements(
             add_read(out.remote_reads_of(c.node), cand.bid, region);
         };
         if assignment.sequence_along_dim0 {
-            // the span of all chunks is the task: the candidate filter has looked at it
+            // the span of all chunks is the task: the candidate filter has looked at it. A custom
+            // mapper builds its region for a span test as for a chunk, so once both halves of
+            // all chunks read pushable data (all-to-all patterns: gathers, transposes) the chunks
+            // are visited one by one instead of bisected further; a built-in mapper's bounds are
+            // cheap, and only both halves of a half that read make it visit them all.
             let all = (0, chunks.len());
-            bisect_readers(chunks, all, local, &reads, &mut visit, (false, false));
+            bisect_readers(chunks, all, local, &reads, &mut visit, (false, custom));
         } else {
             for (i, c) in chunks.iter().enumerate() {
                 if c.node != local {

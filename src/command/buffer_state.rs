@@ -91,8 +91,12 @@ pub(super) struct BufferState {
     pub pending_reduction: Option<ReductionInfo>,
     /// A box containing everything this node might have to push: every element it produced
     /// (fresh, not replicated) that some node may lack. Grows with local writes and never shrinks,
-    /// so it is a conservative filter: remote reads outside it need no push.
+    /// so it is a conservative filter: remote reads outside it need no push. A single node, which
+    /// never pushes, leaves it empty.
     pub pushable_bounds: GridBox,
+    /// Some last writer may be stale (set when one is marked so, never cleared): while false,
+    /// this node holds everything of the buffer fresh and nothing needs awaiting.
+    pub may_hold_stale: bool,
 }
 
 impl BufferState {
@@ -113,6 +117,7 @@ impl BufferState {
             initialized,
             pending_reduction: None,
             pushable_bounds: GridBox::EMPTY,
+            may_hold_stale: !writer.is_fresh(),
         }
     }
 }

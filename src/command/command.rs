@@ -42,8 +42,9 @@ pub enum CommandKind {
     Push {
         /// Consumer task, buffer and reduction.
         transfer: TransferId,
-        /// (target node, region) in ascending node order.
-        targets: SmallVec<[(NodeId, Region); 2]>,
+        /// (target node, region) in ascending node order. On the heap: inline, two targets
+        /// made every command (the largest variant sets the size) 128 bytes longer to copy.
+        targets: Vec<(NodeId, Region)>,
     },
     /// Receives the union of what peers push to this node for a transfer (the senders are not
     /// named: the receive arbiter matches pilots).

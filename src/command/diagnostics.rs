@@ -120,12 +120,12 @@ impl CommandGraphGenerator {
     }
 
     fn check_uninitialized_reads(&self, task: &Task, reqs: &ChunkRequirements) -> Result<()> {
-        for (chunk, requirements) in &reqs.local {
-            for req in requirements {
-                if req.consumed.is_empty() {
+        for (chunk, requirements) in reqs.local_chunks(task) {
+            for (bid, consumed, _) in requirements {
+                if consumed.is_empty() {
                     continue;
                 }
-                let missing = req.consumed.difference(&self.buffers[&req.bid].initialized);
+                let missing = consumed.difference(&self.buffers[&bid].initialized);
                 if missing.is_empty() {
                     continue;
                 }
@@ -136,7 +136,7 @@ impl CommandGraphGenerator {
                         fmt_box_dims(chunk, dims),
                         task.title(),
                         self.local_nid.0,
-                        self.buffer_label(req.bid),
+                        self.buffer_label(bid),
                         fmt_region(&missing)
                     )
                 })?;
@@ -157,7 +157,8 @@ impl CommandGraphGenerator {
             if self.buffers[&bid].pending_reduction.is_none() {
                 continue;
             }
-            let readers = reqs.remote_readers(bid).count() + usize::from(reqs.local_reads(bid));
+            let readers =
+                reqs.remote_readers(bid).count() + usize::from(reqs.local_reads(task, bid));
             if readers > 1 && readers != self.num_nodes {
                 return Err(Error::unsupported(format!(
                     "{} reads the result of a reduction into {} on {readers} of {} nodes; a \

@@ -9,6 +9,7 @@ use super::assignment::{
     touched_buffers,
 };
 use super::buffer_state::{BufferState, WriteState};
+use super::buffer_table::BufferTable;
 use super::command::{Command, CommandBatch, CommandDependencies, CommandDependency, CommandKind};
 use super::graph::CommandTable;
 use super::node_bitset::NodeBitset;
@@ -59,12 +60,15 @@ pub struct CommandGraphGenerator {
     splits: SplitCache,
     next_cid: u64,
     pub(super) table: CommandTable,
-    pub(super) buffers: IdMap<BufferId, BufferState>,
+    pub(super) buffers: BufferTable<BufferState>,
     host_objects: IdMap<HostObjectId, CommandId>,
     collective_groups: IdMap<CollectiveGroupId, CommandId>,
     pub(super) epoch_for_new_commands: CommandId,
     current_horizon: Option<CommandId>,
     pub(super) completed_reductions: Vec<ReductionId>,
+    /// Some buffer [may hold stale data](BufferState::may_hold_stale) (never cleared): while
+    /// false, no task awaits anything.
+    pub(super) may_hold_stale: bool,
     recorder: Option<CommandRecorder>,
     /// Commands of the current `build_task`, not shared until it returns them.
     batch: CommandBatch,
@@ -97,13 +101,14 @@ impl CommandGraphGenerator {
             splits: SplitCache::default(),
             next_cid: 0,
             table: CommandTable::default(),
-            buffers: IdMap::default(),
+            buffers: BufferTable::default(),
             host_objects: IdMap::default(),
             collective_groups: IdMap::default(),
             // the init epoch will be command 0
             epoch_for_new_commands: CommandId(0),
             current_horizon: None,
             completed_reductions: Vec::new(),
+            may_hold_stale: false,
             recorder: None,
             batch: CommandBatch::new(),
             batch_task: None,
@@ -258,7 +263,9 @@ impl CommandGraphGenerator {
         Ok(commands)
     }
 
-    /// Creates a command in the batch and returns its id.
+    /// Creates a command in the batch and returns its id. Inlined: the kind is then built in
+    /// place instead of copied into the command (the command is copied into its `Arc` anyway).
+    #[inline(always)]
     pub(super) fn create(&mut self, tid: TaskId, kind: CommandKind) -> CommandId {
         let id = CommandId(self.next_cid);
         self.next_cid += 1;
@@ -280,7 +287,7 @@ impl CommandGraphGenerator {
         &mut self,
         tid: TaskId,
         transfer: TransferId,
-        targets: SmallVec<[(NodeId, Region); 2]>,
+        targets: Vec<(NodeId, Region)>,
     ) -> CommandId {
         let cmd = self.create(tid, CommandKind::Push { transfer, targets });
         let CommandKind::Push { targets, .. } = &self.batch.last().expect("just created").kind
@@ -373,7 +380,8 @@ impl CommandGraphGenerator {
                 writers.push(ws.command());
             }
         });
-        for writer in writers {
+        // by reference: a by-value loop first copies the whole inline list
+        for &writer in &writers {
             let entry = self.table.get(writer);
             let before = targets.len();
             for &dependent in &entry.true_dependents {
@@ -389,7 +397,7 @@ impl CommandGraphGenerator {
                 targets.push(writer);
             }
         }
-        for t in targets {
+        for &t in &targets {
             if t != write_cmd {
                 self.add_dependency(
                     write_cmd,
@@ -419,7 +427,19 @@ impl CommandGraphGenerator {
     /// every older last writer, side effect and collective command by it.
     fn set_epoch_for_new_commands(&mut self, epoch: CommandId) {
         for buffer in self.buffers.values_mut() {
-            buffer.last_writers.apply_to_values(|ws| {
+            let writers = &mut buffer.last_writers;
+            if writers.len() == 1 {
+                // one entry (a buffer written whole): replaced in place, without the general
+                // pass's merge attempt (a single entry has no neighbour)
+                let mut single = None;
+                writers.for_each(|_, ws| single = Some(*ws));
+                let ws = single.expect("one entry");
+                if ws.command() < epoch {
+                    writers.update_box(&writers.extent(), ws.with_command(epoch));
+                }
+                continue;
+            }
+            writers.apply_to_values(|ws| {
                 if ws.command() < epoch {
                     ws.with_command(epoch)
                 } else {
@@ -474,13 +494,20 @@ impl CommandGraphGenerator {
         let assignment =
             self.splits
                 .assignment(task, self.num_nodes, self.chunk_multiplier, self.local_nid);
-        let touched = touched_buffers(task);
         // an unknown buffer counts too: the full path reports it
-        let pending = touched.iter().any(|bid| {
-            self.buffers
-                .get(bid)
-                .is_none_or(|b| b.pending_reduction.is_some())
-        });
+        let pending = (task.access_map().accessed_buffers())
+            .chain(task.reductions().iter().map(|r| r.bid))
+            .any(|bid| {
+                self.buffers
+                    .get(&bid)
+                    .is_none_or(|b| b.pending_reduction.is_some())
+            });
+        // listed only when needed
+        let touched = if pending {
+            touched_buffers(task)
+        } else {
+            SmallVec::new()
+        };
         // reductions need every remote reader of the buffers involved (to count readers and to
         // push partial results), so their tasks take the full requirements
         // evaluated into the record of the previous task
@@ -502,7 +529,8 @@ impl CommandGraphGenerator {
         }
         self.generate_pushes(task, &reqs);
         self.generate_await_pushes(task, &reqs);
-        let local_writes = self.generate_task_commands(task, &reqs);
+        let mut local_writes = SmallVec::new();
+        self.generate_task_commands(task, &reqs, &mut local_writes);
 
         for reduction in task.reductions() {
             if reqs.num_chunks > 1 {
@@ -513,7 +541,7 @@ impl CommandGraphGenerator {
                 self.completed_reductions.push(reduction.rid);
             }
         }
-        self.update_fresh_regions(task, &local_writes);
+        self.update_fresh_regions(task, &local_writes, reqs.is_whole_task());
         self.requirements = Some(reqs);
         Ok(())
     }
@@ -533,7 +561,13 @@ impl CommandGraphGenerator {
     ) {
         let map = task.access_map();
         let mut candidates: SmallVec<[PushCandidate; 4]> = SmallVec::new();
-        for (access, acc) in map.accesses().iter().enumerate() {
+        // without remote chunks there is nothing to push
+        let accesses = if assignment.has_remote() {
+            map.accesses()
+        } else {
+            &[]
+        };
+        for (access, acc) in accesses.iter().enumerate() {
             if !acc.mode.is_consumer() {
                 continue;
             }
@@ -556,29 +590,37 @@ impl CommandGraphGenerator {
         );
     }
 
-    /// Execution or fence commands for the local chunks; returns the local writes per buffer.
+    /// Execution or fence commands for the local chunks; the local writes per buffer go to
+    /// `regions` (none for a whole task: they are the task's; an out parameter, as returning the
+    /// inline list copied it).
     fn generate_task_commands(
         &mut self,
         task: &Task,
         reqs: &ChunkRequirements,
-    ) -> SmallVec<[(BufferId, Region); 2]> {
+        regions: &mut SmallVec<[(BufferId, Region); 2]>,
+    ) {
         let mut local_writes: LocalWrites = SmallVec::new();
-        for (chunk, requirements) in &reqs.local {
+        // a whole task writes what the task writes: no need to collect it
+        let collect_writes = !reqs.is_whole_task();
+        for (chunk, requirements) in reqs.local_chunks(task) {
             let cmd = self.create_chunk_command(task, chunk);
-            for req in requirements {
-                if !req.consumed.is_empty() {
-                    self.add_read_dependencies(cmd, req.bid, &req.consumed);
+            for (bid, consumed, produced) in requirements {
+                if !consumed.is_empty() {
+                    self.add_read_dependencies(cmd, bid, consumed);
                 }
-                if !req.produced.is_empty() {
-                    self.record_local_write(task.id(), cmd, req.bid, &req.produced);
-                    match local_writes.iter_mut().find(|(b, _)| *b == req.bid) {
+                if !produced.is_empty() {
+                    self.record_local_write(task.id(), cmd, bid, produced);
+                    if !collect_writes {
+                        continue;
+                    }
+                    match local_writes.iter_mut().find(|(b, _)| *b == bid) {
                         Some((_, w)) => {
-                            w.add_region(&req.produced);
+                            w.add_region(produced);
                         }
                         None => {
                             let mut w = RegionBuilder::new();
-                            w.add_region(&req.produced);
-                            local_writes.push((req.bid, w));
+                            w.add_region(produced);
+                            local_writes.push((bid, w));
                         }
                     }
                 }
@@ -587,11 +629,9 @@ impl CommandGraphGenerator {
             self.add_epoch_dependency(cmd);
         }
         // drained, not moved: a by-value iterator first copies the whole inline list
-        let mut regions = SmallVec::new();
         for (bid, w) in local_writes.drain(..) {
             regions.push((bid, w.into_region()));
         }
-        regions
     }
 
     /// The execution (or fence) command of one local chunk, serialised after the previous
@@ -632,7 +672,7 @@ impl CommandGraphGenerator {
                     writers.push(*ws);
                 }
             });
-        for ws in writers {
+        for &ws in &writers {
             debug_assert!(ws.is_fresh(), "unresolved remote data dependency");
             self.add_dependency(
                 cmd,
@@ -655,9 +695,12 @@ impl CommandGraphGenerator {
     ) {
         self.add_anti_dependencies(tid, bid, produced, cmd);
         let buffer = self.buffers.get_mut(&bid).expect("validated");
-        buffer.pushable_bounds = buffer
-            .pushable_bounds
-            .bounding_box(&produced.bounding_box());
+        if self.num_nodes > 1 {
+            // a single node never pushes
+            buffer.pushable_bounds = buffer
+                .pushable_bounds
+                .bounding_box(&produced.bounding_box());
+        }
         buffer
             .last_writers
             .update_region(produced, WriteState::new(cmd, false));

@@ -31,7 +31,6 @@ pub(super) struct Entry {
 const READS_INLINE: usize = 3;
 
 /// Entries of the live commands, by id.
-#[derive(Default)]
 pub(super) struct CommandTable {
     /// Id of `entries[0]`.
     base: u64,
@@ -41,7 +40,21 @@ pub(super) struct CommandTable {
     front_start: u64,
 }
 
+impl Default for CommandTable {
+    fn default() -> Self {
+        CommandTable {
+            base: 0,
+            // room for the commands between two horizons of a small program: growing from empty
+            // reallocated three times in every short run
+            entries: VecDeque::with_capacity(Self::INITIAL_CAPACITY),
+            front_start: 0,
+        }
+    }
+}
+
 impl CommandTable {
+    const INITIAL_CAPACITY: usize = 16;
+
     /// Adds the entry of the next command, which must have id `base + len`.
     pub fn push(&mut self, cid: CommandId, task: TaskId, is_task_command: bool) {
         debug_assert_eq!(cid.0, self.base + self.entries.len() as u64);
@@ -66,9 +79,12 @@ impl CommandTable {
 
     /// Records that `cmd` reads the union of `boxes` of `bid` (added to earlier reads of it).
     pub fn add_read(&mut self, cmd: CommandId, bid: BufferId, boxes: &[GridBox]) {
-        self.get_mut(cmd)
-            .reads
-            .extend(boxes.iter().map(|b| (bid, *b)));
+        let reads = &mut self.get_mut(cmd).reads;
+        match boxes {
+            // the common case, without `extend`'s size hint and reservation
+            [single] => reads.push((bid, *single)),
+            _ => reads.extend(boxes.iter().map(|b| (bid, *b))),
+        }
     }
 
     /// Records that `cmd` reads the union of `regions` of `bid` (a push's targets: the read

@@ -49,6 +49,7 @@ impl CommandGraphGenerator {
                 },
             );
             post.name = buffer.name.clone();
+            self.may_hold_stale |= post.may_hold_stale;
             // the local reduction result (if any) is the only data this node may push later
             post.pushable_bounds = SCALAR_BOX;
             let transfer = TransferId {
@@ -70,8 +71,11 @@ impl CommandGraphGenerator {
                 }
             }
 
-            debug_assert!(reqs.local.len() <= 1, "several local chunks of a reduction");
-            if reqs.local_reads(bid) {
+            debug_assert!(
+                reqs.num_local_chunks() <= 1,
+                "several local chunks of a reduction"
+            );
+            if reqs.local_reads(task, bid) {
                 let reduce = self.await_and_reduce(task, transfer, reduction, writer);
                 post.last_writers
                     .update_box(&SCALAR_BOX, WriteState::new(reduce, false));

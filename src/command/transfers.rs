@@ -87,6 +87,9 @@ impl CommandGraphGenerator {
     /// One push per buffer: for every remote chunk's consumed region, the parts this node
     /// produced (fresh, not replicated) that the target does not hold yet.
     pub(super) fn generate_pushes(&mut self, task: &Task, reqs: &ChunkRequirements) {
+        if reqs.remote_reads.is_empty() {
+            return;
+        }
         let mut per_buffer: SmallVec<[PushScratch; 2]> = SmallVec::new();
         let mut shared: SmallVec<[SharedPieces; 2]> = SmallVec::new();
         let mut pushable: Pieces = SmallVec::new();
@@ -169,7 +172,7 @@ impl CommandGraphGenerator {
         });
         // drained, not moved: a by-value loop first copies the whole inline list
         for mut scratch in per_buffer.drain(..) {
-            let targets: SmallVec<[(NodeId, Region); 2]> = scratch
+            let targets: Vec<(NodeId, Region)> = scratch
                 .targets
                 .into_iter()
                 .map(|(nid, builder)| (nid, builder.into_region()))
@@ -181,7 +184,7 @@ impl CommandGraphGenerator {
             };
             let cmd = self.create_push(task.id(), transfer, targets);
             scratch.sources.sort_unstable();
-            for source in scratch.sources {
+            for &source in &scratch.sources {
                 self.add_dependency(
                     cmd,
                     source,
@@ -194,16 +197,22 @@ impl CommandGraphGenerator {
 
     /// One await-push per buffer for the parts the local chunks consume but do not hold fresh.
     pub(super) fn generate_await_pushes(&mut self, task: &Task, reqs: &ChunkRequirements) {
+        if !self.may_hold_stale {
+            return;
+        }
         let mut per_buffer: SmallVec<[(BufferId, RegionBuilder); 2]> = SmallVec::new();
-        for (_, requirements) in &reqs.local {
-            for req in requirements {
-                if req.consumed.is_empty() {
+        for (_, requirements) in reqs.local_chunks(task) {
+            for (bid, consumed, _) in requirements {
+                if consumed.is_empty() {
                     continue;
                 }
-                let buffer = &self.buffers[&req.bid];
-                buffer.last_writers.query_region(&req.consumed, |b, ws| {
+                let buffer = &self.buffers[&bid];
+                if !buffer.may_hold_stale {
+                    continue;
+                }
+                buffer.last_writers.query_region(consumed, |b, ws| {
                     if !ws.is_fresh() {
-                        let pos = slot(&mut per_buffer, req.bid, RegionBuilder::new);
+                        let pos = slot(&mut per_buffer, bid, RegionBuilder::new);
                         per_buffer[pos].1.add_box(b);
                     }
                 });
@@ -235,12 +244,27 @@ impl CommandGraphGenerator {
     }
 
     /// Marks what other nodes wrote in this task as stale here (keeping the old writers for
-    /// anti-dependencies), and extends the initialised regions.
+    /// anti-dependencies), and extends the initialised regions. `whole_task`: the only local
+    /// chunk spans the task (which has no reductions), so no other node wrote anything and
+    /// `local_writes` is left empty.
     pub(super) fn update_fresh_regions(
         &mut self,
         task: &Task,
         local_writes: &SmallVec<[(BufferId, Region); 2]>,
+        whole_task: bool,
     ) {
+        let track_init = self.policies.uninitialized_read != ErrorPolicy::Ignore;
+        if whole_task {
+            if track_init {
+                for (bid, _, produced) in task.access_map().task_regions() {
+                    if !produced.is_empty() {
+                        let buffer = self.buffers.get_mut(&bid).expect("validated");
+                        buffer.initialized = buffer.initialized.union(produced);
+                    }
+                }
+            }
+            return;
+        }
         let map = task.access_map();
         let scalar = Region::from_box(super::buffer_state::SCALAR_BOX);
         let reduction_outputs = task
@@ -257,7 +281,6 @@ impl CommandGraphGenerator {
             if global_writes.is_empty() {
                 continue;
             }
-            let track_init = self.policies.uninitialized_read != ErrorPolicy::Ignore;
             let buffer = self.buffers.get_mut(&bid).expect("validated");
             if track_init {
                 buffer.initialized = buffer.initialized.union(global_writes);
@@ -275,6 +298,8 @@ impl CommandGraphGenerator {
                     fresh.push((b, *ws));
                 }
             });
+            buffer.may_hold_stale |= !fresh.is_empty();
+            self.may_hold_stale |= !fresh.is_empty();
             for &(b, ws) in &fresh {
                 buffer.last_writers.update_box(&b, ws.stale());
             }

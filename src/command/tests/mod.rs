@@ -11,6 +11,7 @@ mod general;
 mod granularity;
 mod properties;
 mod reductions;
+mod requirements;
 mod transfers;
 
 use std::collections::BTreeSet;
