@@ -9,8 +9,9 @@
 //! (count(k) - count(1)) / (k - 1).
 //!
 //! `graph_profile command-digest <topology|all> <nodes> <node>` prints, per topology, a digest of
-//! node `node`'s command graph (every command's `Debug` form: id, task, kind, dependencies), to
-//! check that a change to the generator leaves the graphs of every node count as they were.
+//! node `node`'s command graph (every command's `Debug` form: id, task, kind, dependencies, each
+//! dependency list sorted), to check that a change to the generator leaves the graphs of every
+//! node count as they were.
 
 mod common;
 
@@ -35,6 +36,46 @@ fn run_topologies<C: TopologyContext>(filter: &str, new: impl Fn() -> C) {
     }
 }
 
+/// The debug form `text` with the items of every `dependencies: [..]` list sorted. A dependency
+/// list is a set: its order follows the order in which `RegionMap` queries report entries, which
+/// a change of the map's representation may change without changing the graph.
+fn sorted_dependency_lists(text: &str) -> String {
+    const KEY: &str = "dependencies: [";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(KEY) {
+        out.push_str(&rest[..at + KEY.len()]);
+        rest = &rest[at + KEY.len()..];
+        // the items up to the matching `]`, split at the commas outside nested brackets
+        let (mut depth, mut start, mut end) = (0usize, 0, rest.len());
+        let mut items = Vec::new();
+        for (i, c) in rest.char_indices() {
+            match c {
+                '[' | '{' | '(' => depth += 1,
+                ']' if depth == 0 => {
+                    end = i;
+                    break;
+                }
+                ']' | '}' | ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    items.push(rest[start..i].trim());
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        let last = rest[start..end].trim();
+        if !last.is_empty() {
+            items.push(last);
+        }
+        items.sort_unstable();
+        out.push_str(&items.join(", "));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Prints a digest of node `node`'s command graph for every topology matching `filter`.
 fn print_command_digests(filter: &str, nodes: usize, node: u64) {
     for (name, build) in topologies::all::<CommandGraphCtx>() {
@@ -44,7 +85,7 @@ fn print_command_digests(filter: &str, nodes: usize, node: u64) {
             let mut ctx = CommandGraphCtx::observed(nodes, NodeId(node), move |batch| {
                 let mut sink = sink.lock();
                 for cmd in batch {
-                    format!("{cmd:?}").hash(&mut sink.0);
+                    sorted_dependency_lists(&format!("{cmd:?}")).hash(&mut sink.0);
                     sink.1 += 1;
                 }
             });
