@@ -15,6 +15,7 @@ use celerity::grid::{Id, Range};
 use celerity::runtime::Runtime;
 use celerity::runtime::config::{Config, DeviceSelection};
 use celerity::task::{AccessMode, CommandGroup, RangeMapper, TaskSpec};
+use celerity::types::BufferId;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 const TASKS: usize = 1000;
@@ -52,6 +53,28 @@ fn time_rounds(
     total
 }
 
+/// A runtime on `devices` emulated host devices; CELERITY_* variables (e.g.
+/// CELERITY_SCHEDULER_THREADS) apply.
+fn host_runtime(devices: u32) -> Runtime {
+    let config = Config {
+        devices: DeviceSelection::Host(devices),
+        ..Config::from_environment().expect("CELERITY_* variables")
+    };
+    Runtime::start(config).expect("runtime")
+}
+
+/// The chain's buffer: one 8-byte element per device, so every chunk reads and writes its own.
+fn chain_buffer(rt: &mut Runtime, range: Range) -> BufferId {
+    rt.create_buffer(1, range, 8, 8, Some(&vec![0u8; 8 * range.size()]))
+        .unwrap()
+}
+
+/// A chain task's command group: `read_write` of the whole buffer, so each task depends on the
+/// previous one.
+fn chain_step(buffer: BufferId) -> impl Fn() -> CommandGroup {
+    move || CommandGroup::new().access(buffer, AccessMode::ReadWrite, RangeMapper::OneToOne)
+}
+
 /// The `RT_RUN` direct run, if the variable is set.
 fn direct_run() -> Option<()> {
     let spec = std::env::var("RT_RUN").ok()?;
@@ -61,22 +84,14 @@ fn direct_run() -> Option<()> {
     };
     let devices: u32 = devices.parse().expect("devices");
     let rounds: u64 = rounds.parse().expect("rounds");
-    let config = Config {
-        devices: DeviceSelection::Host(devices),
-        ..Config::from_environment().expect("CELERITY_* variables")
-    };
-    let mut rt = Runtime::start(config).expect("runtime");
+    let mut rt = host_runtime(devices);
     let range = Range::new(devices as usize, 1, 1);
     let kernel = empty_kernel();
     let elapsed = match workload {
         "independent" => time_rounds(&mut rt, rounds, range, &kernel, CommandGroup::new),
         "chain" => {
-            let buffer = rt
-                .create_buffer(1, range, 8, 8, Some(&vec![0u8; 8 * devices as usize]))
-                .unwrap();
-            time_rounds(&mut rt, rounds, range, &kernel, || {
-                CommandGroup::new().access(buffer, AccessMode::ReadWrite, RangeMapper::OneToOne)
-            })
+            let buffer = chain_buffer(&mut rt, range);
+            time_rounds(&mut rt, rounds, range, &kernel, chain_step(buffer))
         }
         other => panic!("unknown workload {other}"),
     };
@@ -94,12 +109,7 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Elements(TASKS as u64));
     group.sample_size(20);
     for devices in [1u32, 4] {
-        let config = Config {
-            devices: DeviceSelection::Host(devices),
-            // CELERITY_* variables (e.g. CELERITY_SCHEDULER_THREADS) apply
-            ..Config::from_environment().expect("CELERITY_* variables")
-        };
-        let mut rt = Runtime::start(config).expect("runtime");
+        let mut rt = host_runtime(devices);
         let range = Range::new(devices as usize, 1, 1);
         let kernel = empty_kernel();
         group.bench_function(format!("independent tasks, host:{devices}"), |b| {
@@ -107,14 +117,10 @@ fn bench(c: &mut Criterion) {
                 time_rounds(&mut rt, iterations, range, &kernel, CommandGroup::new)
             })
         });
-        let buffer = rt
-            .create_buffer(1, range, 8, 8, Some(&vec![0u8; 8 * devices as usize]))
-            .unwrap();
+        let buffer = chain_buffer(&mut rt, range);
         group.bench_function(format!("dependent chain, host:{devices}"), |b| {
             b.iter_custom(|iterations| {
-                time_rounds(&mut rt, iterations, range, &kernel, || {
-                    CommandGroup::new().access(buffer, AccessMode::ReadWrite, RangeMapper::OneToOne)
-                })
+                time_rounds(&mut rt, iterations, range, &kernel, chain_step(buffer))
             })
         });
         rt.shutdown().unwrap();
