@@ -427,19 +427,7 @@ impl CommandGraphGenerator {
     /// every older last writer, side effect and collective command by it.
     fn set_epoch_for_new_commands(&mut self, epoch: CommandId) {
         for buffer in self.buffers.values_mut() {
-            let writers = &mut buffer.last_writers;
-            if writers.len() == 1 {
-                // one entry (a buffer written whole): replaced in place, without the general
-                // pass's merge attempt (a single entry has no neighbour)
-                let mut single = None;
-                writers.for_each(|_, ws| single = Some(*ws));
-                let ws = single.expect("one entry");
-                if ws.command() < epoch {
-                    writers.update_box(&writers.extent(), ws.with_command(epoch));
-                }
-                continue;
-            }
-            writers.apply_to_values(|ws| {
+            buffer.last_writers.apply_to_values(|ws| {
                 if ws.command() < epoch {
                     ws.with_command(epoch)
                 } else {

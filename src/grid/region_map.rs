@@ -303,6 +303,13 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     /// that changed with equal-valued neighbours: [`RegionMap::apply_to_values`] without a new
     /// value (and its comparison) for every entry.
     pub fn change_values(&mut self, mut f: impl FnMut(&mut T) -> bool) {
+        if self.len == 1 {
+            // a single entry (a buffer written whole) has no neighbour to merge with
+            self.entries.for_each_mut(&mut |_, v| {
+                f(v);
+            });
+            return;
+        }
         let mut changed: SmallVec<[GridBox; 8]> = SmallVec::new();
         self.entries.for_each_mut(&mut |b, v| {
             if f(v) {

@@ -396,6 +396,12 @@ fn apply_to_values() {
     assert_eq!(rm.get_box_values(&b1(0, 32)), vec![(b1(0, 32), 42)]);
     assert_eq!(rm.get_box_values(&b1(32, 64)), vec![(b1(32, 64), 1337)]);
     assert_eq!(rm.get_box_values(&b1(64, 128)), vec![(b1(64, 128), 42)]);
+    // a single entry (changed in place: it has no neighbour to merge with)
+    let mut rm = RegionMap::new(Range::new(128, 1, 1), 7usize);
+    rm.apply_to_values(|v| v + 1);
+    assert_eq!(rm.len(), 1);
+    assert_eq!(rm.get_box_values(&b1(0, 128)), vec![(b1(0, 128), 8)]);
+    rm.check_invariants();
 }
 
 #[test]
