@@ -207,7 +207,7 @@ impl TaskManager {
             .allocate_filled(TaskId::INIT_EPOCH, TaskType::Epoch, |t| {
                 t.epoch_action = Some(EpochAction::Init)
             });
-        tm.register(init, DepsBuilder::new());
+        tm.register_on_front(init);
         tm
     }
 
@@ -397,12 +397,11 @@ impl TaskManager {
             ));
         }
         let tid = TaskId(self.next_tid);
-        let deps = self.front_dependencies();
         let epoch = self.graph.allocate_filled(tid, TaskType::Epoch, |t| {
             t.epoch_action = Some(action);
             t.payload = payload;
         });
-        self.register(epoch, deps);
+        self.register_on_front(epoch);
         if action == EpochAction::Shutdown {
             // nothing reads the tracking state after the last task: skip its compaction
             self.epoch_for_new_tasks = tid;
@@ -698,32 +697,42 @@ impl TaskManager {
         )
     }
 
-    /// True dependencies on the whole execution front (for horizons and epochs). The front holds
-    /// each task once, ascending: the edges go in as they are, without `DepsBuilder::add`'s
-    /// duplicate search (what it would build, in the order `register` sorts to).
-    fn front_dependencies(&self) -> DepsBuilder {
-        let mut deps = DepsBuilder::new();
-        deps.deps.reserve_exact(self.execution_front.len());
-        for &t in &self.execution_front {
-            let length = self
-                .graph
-                .critical_path_length(t)
-                .expect("front task is not live");
-            deps.critical_path_length = deps.critical_path_length.max(length + 1);
-            deps.deps.push(Dependency {
-                task: t,
-                kind: DependencyKind::True,
-                origin: DependencyOrigin::ExecutionFront,
-            });
+    /// Creates a horizon or epoch on the whole execution front: true dependencies on every task
+    /// of the front, which then holds only the new task. The front holds each task once,
+    /// ascending: the edges go into the task as they are, without `DepsBuilder::add`'s duplicate
+    /// search and in the order `register` sorts to. The longest critical path in the front is the
+    /// graph's longest (a task of that length has no dependents: one would be longer), so no
+    /// front task is looked up.
+    fn register_on_front(&mut self, mut task: Arc<Task>) {
+        let critical_path_length = if self.execution_front.is_empty() {
+            0
+        } else {
+            self.max_critical_path_length + 1
+        };
+        debug_assert_eq!(
+            Some(critical_path_length),
+            self.execution_front
+                .iter()
+                .map(|&t| self.graph.critical_path_length(t).map(|l| l + 1))
+                .try_fold(0, |max, l| l.map(|l| l.max(max)))
+        );
+        {
+            let t = Arc::get_mut(&mut task).expect("a new task is not shared yet");
+            t.dependencies
+                .extend(self.execution_front.iter().map(|&front| Dependency {
+                    task: front,
+                    kind: DependencyKind::True,
+                    origin: DependencyOrigin::ExecutionFront,
+                }));
+            t.critical_path_length = critical_path_length;
         }
-        deps
+        self.execution_front.clear();
+        self.link(task);
     }
 
-    /// Creates the task, links it into the graph and the execution front, and announces it.
+    /// Creates the task with the dependencies `deps`, links it into the graph and the execution
+    /// front, and announces it.
     fn register(&mut self, mut task: Arc<Task>, mut deps: DepsBuilder) {
-        let tid = TaskId(self.next_tid);
-        debug_assert_eq!(task.id, tid);
-        self.next_tid += 1;
         // a canonical order: the same edges print the same on every node
         deps.deps.sort_unstable_by_key(|d| d.task);
         for d in &deps.deps {
@@ -731,14 +740,25 @@ impl TaskManager {
                 self.execution_front.remove(i);
             }
         }
-        self.execution_front.push(tid);
-        self.max_critical_path_length =
-            self.max_critical_path_length.max(deps.critical_path_length);
         {
             let t = Arc::get_mut(&mut task).expect("a new task is not shared yet");
             t.dependencies = deps.deps;
             t.critical_path_length = deps.critical_path_length;
         }
+        self.link(task);
+    }
+
+    /// The common tail of [`Self::register`] and [`Self::register_on_front`]: the task, whose
+    /// dependencies are set and gone from the front, joins the graph and the front and is
+    /// announced.
+    #[inline]
+    fn link(&mut self, task: Arc<Task>) {
+        let tid = TaskId(self.next_tid);
+        debug_assert_eq!(task.id, tid);
+        self.next_tid += 1;
+        self.execution_front.push(tid);
+        self.max_critical_path_length =
+            self.max_critical_path_length.max(task.critical_path_length);
         self.graph.push(Arc::clone(&task));
         if let Some(recorder) = &mut self.recorder {
             let buffers = &self.buffers;
@@ -763,9 +783,8 @@ impl TaskManager {
         let tid = TaskId(self.next_tid);
         self.current_horizon_critical_path_length = self.max_critical_path_length;
         let previous = self.current_horizon.replace(tid);
-        let deps = self.front_dependencies();
         let horizon = self.graph.allocate(tid, TaskType::Horizon);
-        self.register(horizon, deps);
+        self.register_on_front(horizon);
         if let Some(previous) = previous {
             self.set_epoch_for_new_tasks(previous);
         }
