@@ -718,12 +718,14 @@ impl TaskManager {
         );
         {
             let t = Arc::get_mut(&mut task).expect("a new task is not shared yet");
-            t.dependencies
-                .extend(self.execution_front.iter().map(|&front| Dependency {
+            // a plain loop: `SmallVec::extend` is a call of about 70 instructions for two edges
+            for &front in &self.execution_front {
+                t.dependencies.push(Dependency {
                     task: front,
                     kind: DependencyKind::True,
                     origin: DependencyOrigin::ExecutionFront,
-                }));
+                });
+            }
             t.critical_path_length = critical_path_length;
         }
         self.execution_front.clear();
@@ -802,11 +804,16 @@ impl TaskManager {
                 buffer.readers = ReaderScan::default();
             }
         }
-        for last in self.last_collective.values_mut() {
-            *last = older(*last);
+        // most programs have neither: an empty hash map's iteration still costs a probe
+        if !self.last_collective.is_empty() {
+            for last in self.last_collective.values_mut() {
+                *last = older(*last);
+            }
         }
-        for last in self.host_objects.values_mut().flatten() {
-            *last = older(*last);
+        if !self.host_objects.is_empty() {
+            for last in self.host_objects.values_mut().flatten() {
+                *last = older(*last);
+            }
         }
         self.epoch_for_new_tasks = epoch;
     }
