@@ -143,9 +143,11 @@ impl TaskGraph {
     /// gave it at once (payload and accesses go now, as they would with the task; plain memory
     /// goes when the allocation is reused) and its allocation is kept spare.
     pub(crate) fn erase_before(&mut self, tid: TaskId) {
-        while self.nodes.front().is_some_and(|n| n.task.id() < tid) {
-            let mut node = self.nodes.pop_front().expect("checked");
-            self.first += 1;
+        // ids are dense: the count follows from the ids, without looking into each task
+        let older = usize::try_from(tid.0.saturating_sub(self.first))
+            .map_or(self.nodes.len(), |n| n.min(self.nodes.len()));
+        self.first += older as u64;
+        for mut node in self.nodes.drain(..older) {
             if self.spare.len() < SPARE_TASKS
                 && let Some(task) = Arc::get_mut(&mut node.task)
             {

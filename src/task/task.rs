@@ -221,6 +221,7 @@ impl Task {
 
     /// Drops what came from the program (the payload with its launcher or promise, the accesses
     /// with their range mappers) from a pruned task whose allocation waits for reuse.
+    #[inline]
     pub(crate) fn release_user_data(&mut self) {
         self.payload = None;
         self.access_map.clear();
