@@ -201,6 +201,9 @@ impl BufferAccessMap {
 
     /// Completes a map built with [`BufferAccessMap::push`]: sets the task's geometry and
     /// evaluates every access on the whole iteration space, as [`BufferAccessMap::new`] does.
+    // Inline: a task without accesses (horizon-heavy programs, host tasks) then pays neither a
+    // call nor the copy of the geometry into its frame.
+    #[inline]
     pub(crate) fn finish(&mut self, geometry: TaskGeometry) {
         let data = &mut self.data;
         data.geometry = geometry;
