@@ -538,13 +538,12 @@ impl TaskManager {
     /// Computes the dependencies of the new task `task`, calls `validated` and registers it. A
     /// refused task (an uninitialised read) leaves its allocation to the next one.
     fn add_task(&mut self, task: Arc<Task>, validated: impl FnOnce(&Task)) -> Result<TaskId> {
-        let deps = match self.compute_dependencies(&task) {
-            Ok(deps) => deps,
-            Err(e) => {
-                self.graph.recycle(task);
-                return Err(e);
-            }
-        };
+        // filled in place: returned in a `Result`, the builder was copied twice
+        let mut deps = DepsBuilder::new();
+        if let Err(e) = self.compute_dependencies(&task, &mut deps) {
+            self.graph.recycle(task);
+            return Err(e);
+        }
         validated(&task);
         let tid = task.id;
         self.register(task, deps);
@@ -554,9 +553,8 @@ impl TaskManager {
     /// Computes the dependencies of a new task (data flow, side effects, collective groups,
     /// epoch anchoring) and updates the tracking state. All checks that can fail run before the
     /// first change.
-    fn compute_dependencies(&mut self, task: &Task) -> Result<DepsBuilder> {
+    fn compute_dependencies(&mut self, task: &Task, deps: &mut DepsBuilder) -> Result<()> {
         let (tid, bam) = (task.id, &task.access_map);
-        let mut deps = DepsBuilder::new();
 
         // buffers with their task-level regions, reductions included
         // (built only for tasks with reductions, which read and write one scalar)
@@ -578,10 +576,10 @@ impl TaskManager {
 
         // a task without buffers skips the set-up of the buffer steps, not only their loops
         if bam.num_accesses() > 0 || !task.reductions.is_empty() {
-            self.add_true_dependencies(task, buffers.clone(), &mut deps)?;
-            self.add_anti_dependencies(tid, buffers, &mut deps);
+            self.add_true_dependencies(task, buffers.clone(), deps)?;
+            self.add_anti_dependencies(tid, buffers, deps);
         }
-        self.add_serialization_dependencies(task, &mut deps);
+        self.add_serialization_dependencies(task, deps);
 
         // 5. anchor on the current epoch
         if deps.deps.is_empty() {
@@ -600,7 +598,7 @@ impl TaskManager {
                 DependencyOrigin::LastEpoch,
             );
         }
-        Ok(deps)
+        Ok(())
     }
 
     /// Step 1: true dependencies on the last writers of what is consumed (no changes yet, so a
