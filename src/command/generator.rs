@@ -16,7 +16,7 @@ use super::node_bitset::NodeBitset;
 use super::recorder::CommandRecorder;
 use super::replication::Replication;
 use crate::error::{Error, Result};
-use crate::grid::{GridBox, Range, Region, RegionBuilder};
+use crate::grid::{GridBox, Range, Region};
 use crate::policy::ErrorPolicy;
 use crate::task::{BufferLabel, DependencyKind, DependencyOrigin, Task, TaskType};
 use crate::types::{
@@ -517,8 +517,10 @@ impl CommandGraphGenerator {
         }
         self.generate_pushes(task, &reqs);
         self.generate_await_pushes(task, &reqs);
-        let mut local_writes = SmallVec::new();
-        self.generate_task_commands(task, &reqs, &mut local_writes);
+        // the local chunks' commands are the last ones of the batch: a last writer from this id
+        // on is a local write of this task
+        let first_chunk_cmd = CommandId(self.next_cid);
+        self.generate_task_commands(task, &reqs);
 
         for reduction in task.reductions() {
             if reqs.num_chunks > 1 {
@@ -529,7 +531,7 @@ impl CommandGraphGenerator {
                 self.completed_reductions.push(reduction.rid);
             }
         }
-        self.update_fresh_regions(task, &local_writes, reqs.is_whole_task());
+        self.update_fresh_regions(task, first_chunk_cmd, reqs.is_whole_task());
         self.requirements = Some(reqs);
         Ok(())
     }
@@ -578,18 +580,10 @@ impl CommandGraphGenerator {
         );
     }
 
-    /// Execution or fence commands for the local chunks; the local writes per buffer go to
-    /// `regions` (none for a whole task: they are the task's; an out parameter, as returning the
-    /// inline list copied it).
-    fn generate_task_commands(
-        &mut self,
-        task: &Task,
-        reqs: &ChunkRequirements,
-        regions: &mut SmallVec<[(BufferId, Region); 2]>,
-    ) {
-        let mut local_writes: LocalWrites = SmallVec::new();
-        // a whole task writes what the task writes: no need to collect it
-        let collect_writes = !reqs.is_whole_task();
+    /// Execution or fence commands for the local chunks (created one after the other, nothing
+    /// after them: [`CommandGraphGenerator::update_fresh_regions`] tells the local writes of the
+    /// task by their writers' ids).
+    fn generate_task_commands(&mut self, task: &Task, reqs: &ChunkRequirements) {
         for (chunk, requirements) in reqs.local_chunks(task) {
             let cmd = self.create_chunk_command(task, chunk);
             for (bid, consumed, produced) in requirements {
@@ -598,27 +592,10 @@ impl CommandGraphGenerator {
                 }
                 if !produced.is_empty() {
                     self.record_local_write(task.id(), cmd, bid, produced);
-                    if !collect_writes {
-                        continue;
-                    }
-                    match local_writes.iter_mut().find(|(b, _)| *b == bid) {
-                        Some((_, w)) => {
-                            w.add_region(produced);
-                        }
-                        None => {
-                            let mut w = RegionBuilder::new();
-                            w.add_region(produced);
-                            local_writes.push((bid, w));
-                        }
-                    }
                 }
             }
             self.add_side_effect_dependencies(task, cmd);
             self.add_epoch_dependency(cmd);
-        }
-        // drained, not moved: a by-value iterator first copies the whole inline list
-        for (bid, w) in local_writes.drain(..) {
-            regions.push((bid, w.into_region()));
         }
     }
 
@@ -713,6 +690,3 @@ impl CommandGraphGenerator {
         }
     }
 }
-
-/// The regions each local chunk writes, per buffer, under construction.
-type LocalWrites = SmallVec<[(BufferId, RegionBuilder); 2]>;

@@ -244,13 +244,14 @@ impl CommandGraphGenerator {
     }
 
     /// Marks what other nodes wrote in this task as stale here (keeping the old writers for
-    /// anti-dependencies), and extends the initialised regions. `whole_task`: the only local
-    /// chunk spans the task (which has no reductions), so no other node wrote anything and
-    /// `local_writes` is left empty.
+    /// anti-dependencies), and extends the initialised regions. The local chunks' commands are
+    /// `first_chunk_cmd` and later, so a last writer older than it within what the task writes
+    /// was overwritten by another node (no region difference needed). `whole_task`: the only local
+    /// chunk spans the task (which has no reductions), so no other node wrote anything.
     pub(super) fn update_fresh_regions(
         &mut self,
         task: &Task,
-        local_writes: &SmallVec<[(BufferId, Region); 2]>,
+        first_chunk_cmd: CommandId,
         whole_task: bool,
     ) {
         let track_init = self.policies.uninitialized_read != ErrorPolicy::Ignore;
@@ -285,16 +286,10 @@ impl CommandGraphGenerator {
             if track_init {
                 buffer.initialized = buffer.initialized.union(global_writes);
             }
-            let remote_writes = match local_writes.iter().find(|(b, _)| *b == bid) {
-                Some((_, local)) => global_writes.difference(local),
-                None => global_writes.clone(),
-            };
-            if remote_writes.is_empty() {
-                continue;
-            }
+            // fresh data of older writers: the remote writes (local writes have new writers)
             let mut fresh: SmallVec<[(GridBox, WriteState); 4]> = SmallVec::new();
-            buffer.last_writers.query_region(&remote_writes, |b, ws| {
-                if ws.is_fresh() {
+            buffer.last_writers.query_region(global_writes, |b, ws| {
+                if ws.is_fresh() && ws.command() < first_chunk_cmd {
                     fresh.push((b, *ws));
                 }
             });
