@@ -661,15 +661,15 @@ impl CommandGraphGenerator {
         self.add_anti_dependencies(tid, bid, produced, cmd);
         let buffer = self.buffers.get_mut(&bid).expect("validated");
         if self.num_nodes > 1 {
-            // a single node never pushes
+            // a single node never pushes: neither bounds nor replication are ever read
             buffer.pushable_bounds = buffer
                 .pushable_bounds
                 .bounding_box(&produced.bounding_box());
+            buffer.replicated.overwritten(produced);
         }
         buffer
             .last_writers
             .update_region(produced, WriteState::new(cmd, false));
-        buffer.replicated.overwritten(produced);
         if let Some(discarded) = buffer.pending_reduction.take() {
             self.completed_reductions.push(discarded.rid);
         }
