@@ -17,8 +17,39 @@ use crate::types::{BufferId, CommandId, NodeId, ReductionId, TransferId};
 /// The pushes of one buffer under construction.
 struct PushScratch {
     bid: BufferId,
-    targets: SmallVec<[(NodeId, RegionBuilder); 2]>,
+    /// The push's own target list, built in place: a target's only piece is its region (no
+    /// builder, no second list to convert).
+    targets: Vec<(NodeId, Region)>,
+    /// All pieces of the last target once it has more than one, united when the target is done.
+    last_pieces: RegionBuilder,
     sources: SmallVec<[CommandId; 4]>,
+}
+
+impl PushScratch {
+    /// Adds `piece` to target `nid`, which is the last target or a new one (targets come in
+    /// ascending node order, each node's pieces in a run).
+    fn add_piece(&mut self, nid: NodeId, piece: Region) {
+        match self.targets.last() {
+            Some((last, region)) if *last == nid => {
+                if self.last_pieces.is_empty() {
+                    self.last_pieces.add_region(region);
+                }
+                self.last_pieces.add_region(&piece);
+            }
+            _ => {
+                self.finish_last_target();
+                self.targets.push((nid, piece));
+            }
+        }
+    }
+
+    /// Unites the pieces of the last target, if it has several.
+    fn finish_last_target(&mut self) {
+        if !self.last_pieces.is_empty() {
+            let pieces = std::mem::take(&mut self.last_pieces);
+            self.targets.last_mut().expect("pieces of a target").1 = pieces.into_region();
+        }
+    }
 }
 
 /// Pieces of a buffer's last-writer map: a box and its writer.
@@ -138,24 +169,15 @@ impl CommandGraphGenerator {
                             per_buffer.push(PushScratch {
                                 bid: *bid,
                                 // at most one target per remote node
-                                targets: SmallVec::with_capacity(reqs.remote_reads.len()),
+                                targets: Vec::with_capacity(reqs.remote_reads.len()),
+                                last_pieces: RegionBuilder::new(),
                                 sources: SmallVec::new(),
                             });
                             per_buffer.len() - 1
                         }
                     };
                     let scratch = &mut per_buffer[pos];
-                    // targets come in ascending node order, each node's pieces in a run
-                    match scratch.targets.last_mut() {
-                        Some((last, builder)) if *last == nid => {
-                            builder.add_region(&missing);
-                        }
-                        _ => {
-                            let mut builder = RegionBuilder::new();
-                            builder.add_region(&missing);
-                            scratch.targets.push((nid, builder));
-                        }
-                    };
+                    scratch.add_piece(nid, missing);
                     if !scratch.sources.contains(&ws.command()) {
                         scratch.sources.push(ws.command());
                     }
@@ -172,11 +194,8 @@ impl CommandGraphGenerator {
         });
         // drained, not moved: a by-value loop first copies the whole inline list
         for mut scratch in per_buffer.drain(..) {
-            let targets: Vec<(NodeId, Region)> = scratch
-                .targets
-                .into_iter()
-                .map(|(nid, builder)| (nid, builder.into_region()))
-                .collect();
+            scratch.finish_last_target();
+            let targets = std::mem::take(&mut scratch.targets);
             let transfer = TransferId {
                 consumer: task.id(),
                 buffer: scratch.bid,
