@@ -254,11 +254,23 @@ impl CommandGraphGenerator {
             );
             self.add_anti_dependencies(task.id(), bid, &region, cmd);
             self.add_epoch_dependency(cmd);
+            // Received data that this task overwrites everywhere (a read-modify-write of what the
+            // other nodes own) goes in stale at once: the freshness update would mark it so
+            // right after the task's writes, one more map update per region. What a local chunk
+            // overwrites gets its writer then anyway.
+            let mut received = WriteState::new(cmd, true);
+            let overwritten = task.access_map().task_produced_region(bid);
+            if !overwritten.is_empty()
+                && task.reductions().iter().all(|r| r.bid != bid)
+                && overwritten.covers(&region)
+            {
+                received = received.stale();
+            }
             self.buffers
                 .get_mut(&bid)
                 .expect("validated")
                 .last_writers
-                .update_region(&region, WriteState::new(cmd, true));
+                .update_region(&region, received);
         }
     }
 
