@@ -332,3 +332,41 @@ impl CommandGraphGenerator {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(i: usize, j: usize) -> GridBox {
+        GridBox::from_arrays([i, j, 0], [i + 1, j + 1, 1])
+    }
+
+    /// Targets built piece by piece equal, per node, the union of that node's pieces (the oracle:
+    /// one region builder per node); single pieces and runs of several, touching or not.
+    #[test]
+    fn push_targets_are_the_union_of_their_pieces() {
+        let runs: [(u64, &[GridBox]); 4] = [
+            (1, &[point(0, 1)]),
+            (2, &[point(0, 2), point(0, 3), point(1, 2)]),
+            (3, &[point(2, 2)]),
+            (5, &[point(3, 0), point(0, 0)]),
+        ];
+        let mut scratch = PushScratch {
+            bid: BufferId(0),
+            targets: Vec::new(),
+            last_pieces: RegionBuilder::new(),
+            sources: SmallVec::new(),
+        };
+        for (nid, pieces) in runs {
+            for &p in pieces {
+                scratch.add_piece(NodeId(nid), Region::from_box(p));
+            }
+        }
+        scratch.finish_last_target();
+        let expected: Vec<(NodeId, Region)> = runs
+            .iter()
+            .map(|&(nid, pieces)| (NodeId(nid), Region::from_boxes(pieces.iter().copied())))
+            .collect();
+        assert_eq!(scratch.targets, expected);
+    }
+}
