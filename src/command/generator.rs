@@ -410,8 +410,10 @@ impl CommandGraphGenerator {
     }
 
     fn reduce_execution_front_to(&mut self, cmd: CommandId) {
-        for front in self.table.execution_front() {
-            if front != cmd {
+        // by id, not collected first: an edge only changes the entry of its target
+        for id in self.table.front_candidates() {
+            let front = CommandId(id);
+            if front != cmd && self.table.get(front).in_front {
                 self.add_dependency(
                     cmd,
                     front,
