@@ -83,7 +83,8 @@ pub(super) struct BufferState {
     pub name: Option<String>,
     /// Local last writer of every element.
     pub last_writers: crate::grid::RegionMap<WriteState>,
-    /// For data we produced: the nodes that already hold a copy.
+    /// For data we produced: the nodes that already hold a copy (only read to find pushes: a
+    /// single node leaves it as created).
     pub replicated: Replication,
     /// Written by some node (or host-initialised); only tracked for uninitialised-read checks.
     pub initialized: Region,

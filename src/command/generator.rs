@@ -16,7 +16,7 @@ use super::node_bitset::NodeBitset;
 use super::recorder::CommandRecorder;
 use super::replication::Replication;
 use crate::error::{Error, Result};
-use crate::grid::{GridBox, Range, Region, RegionBuilder};
+use crate::grid::{GridBox, Range, Region};
 use crate::policy::ErrorPolicy;
 use crate::task::{BufferLabel, DependencyKind, DependencyOrigin, Task, TaskType};
 use crate::types::{
@@ -410,8 +410,10 @@ impl CommandGraphGenerator {
     }
 
     fn reduce_execution_front_to(&mut self, cmd: CommandId) {
-        for front in self.table.execution_front() {
-            if front != cmd {
+        // by id, not collected first: an edge only changes the entry of its target
+        for id in self.table.front_candidates() {
+            let front = CommandId(id);
+            if front != cmd && self.table.get(front).in_front {
                 self.add_dependency(
                     cmd,
                     front,
@@ -517,8 +519,10 @@ impl CommandGraphGenerator {
         }
         self.generate_pushes(task, &reqs);
         self.generate_await_pushes(task, &reqs);
-        let mut local_writes = SmallVec::new();
-        self.generate_task_commands(task, &reqs, &mut local_writes);
+        // the local chunks' commands are the last ones of the batch: a last writer from this id
+        // on is a local write of this task
+        let first_chunk_cmd = CommandId(self.next_cid);
+        self.generate_task_commands(task, &reqs);
 
         for reduction in task.reductions() {
             if reqs.num_chunks > 1 {
@@ -529,7 +533,7 @@ impl CommandGraphGenerator {
                 self.completed_reductions.push(reduction.rid);
             }
         }
-        self.update_fresh_regions(task, &local_writes, reqs.is_whole_task());
+        self.update_fresh_regions(task, first_chunk_cmd, reqs.is_whole_task());
         self.requirements = Some(reqs);
         Ok(())
     }
@@ -578,18 +582,10 @@ impl CommandGraphGenerator {
         );
     }
 
-    /// Execution or fence commands for the local chunks; the local writes per buffer go to
-    /// `regions` (none for a whole task: they are the task's; an out parameter, as returning the
-    /// inline list copied it).
-    fn generate_task_commands(
-        &mut self,
-        task: &Task,
-        reqs: &ChunkRequirements,
-        regions: &mut SmallVec<[(BufferId, Region); 2]>,
-    ) {
-        let mut local_writes: LocalWrites = SmallVec::new();
-        // a whole task writes what the task writes: no need to collect it
-        let collect_writes = !reqs.is_whole_task();
+    /// Execution or fence commands for the local chunks (created one after the other, nothing
+    /// after them: [`CommandGraphGenerator::update_fresh_regions`] tells the local writes of the
+    /// task by their writers' ids).
+    fn generate_task_commands(&mut self, task: &Task, reqs: &ChunkRequirements) {
         for (chunk, requirements) in reqs.local_chunks(task) {
             let cmd = self.create_chunk_command(task, chunk);
             for (bid, consumed, produced) in requirements {
@@ -598,27 +594,10 @@ impl CommandGraphGenerator {
                 }
                 if !produced.is_empty() {
                     self.record_local_write(task.id(), cmd, bid, produced);
-                    if !collect_writes {
-                        continue;
-                    }
-                    match local_writes.iter_mut().find(|(b, _)| *b == bid) {
-                        Some((_, w)) => {
-                            w.add_region(produced);
-                        }
-                        None => {
-                            let mut w = RegionBuilder::new();
-                            w.add_region(produced);
-                            local_writes.push((bid, w));
-                        }
-                    }
                 }
             }
             self.add_side_effect_dependencies(task, cmd);
             self.add_epoch_dependency(cmd);
-        }
-        // drained, not moved: a by-value iterator first copies the whole inline list
-        for (bid, w) in local_writes.drain(..) {
-            regions.push((bid, w.into_region()));
         }
     }
 
@@ -661,7 +640,11 @@ impl CommandGraphGenerator {
                 }
             });
         for &ws in &writers {
-            debug_assert!(ws.is_fresh(), "unresolved remote data dependency");
+            // stale data here was received for this task (which overwrites it elsewhere)
+            debug_assert!(
+                ws.is_fresh() || (ws.is_replicated() && ws.command() >= self.batch[0].id),
+                "unresolved remote data dependency"
+            );
             self.add_dependency(
                 cmd,
                 ws.command(),
@@ -684,15 +667,15 @@ impl CommandGraphGenerator {
         self.add_anti_dependencies(tid, bid, produced, cmd);
         let buffer = self.buffers.get_mut(&bid).expect("validated");
         if self.num_nodes > 1 {
-            // a single node never pushes
+            // a single node never pushes: neither bounds nor replication are ever read
             buffer.pushable_bounds = buffer
                 .pushable_bounds
                 .bounding_box(&produced.bounding_box());
+            buffer.replicated.overwritten(produced);
         }
         buffer
             .last_writers
             .update_region(produced, WriteState::new(cmd, false));
-        buffer.replicated.overwritten(produced);
         if let Some(discarded) = buffer.pending_reduction.take() {
             self.completed_reductions.push(discarded.rid);
         }
@@ -713,6 +696,3 @@ impl CommandGraphGenerator {
         }
     }
 }
-
-/// The regions each local chunk writes, per buffer, under construction.
-type LocalWrites = SmallVec<[(BufferId, RegionBuilder); 2]>;

@@ -119,16 +119,10 @@ impl CommandTable {
         }
     }
 
-    /// The commands no other command depends on, ascending.
-    pub fn execution_front(&self) -> SmallVec<[CommandId; 8]> {
-        let start = (self.front_start - self.base) as usize;
-        self.entries
-            .iter()
-            .enumerate()
-            .skip(start)
-            .filter(|(_, e)| e.in_front)
-            .map(|(i, _)| CommandId(self.base + i as u64))
-            .collect()
+    /// The ids that may be in the execution front (those of the last command the front was
+    /// reduced to and newer ones); the front is those whose entry is still `in_front`.
+    pub fn front_candidates(&self) -> std::ops::Range<u64> {
+        self.front_start..self.base + self.entries.len() as u64
     }
 
     /// Notes that the front was just reduced to `cmd`.

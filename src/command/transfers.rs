@@ -17,8 +17,39 @@ use crate::types::{BufferId, CommandId, NodeId, ReductionId, TransferId};
 /// The pushes of one buffer under construction.
 struct PushScratch {
     bid: BufferId,
-    targets: SmallVec<[(NodeId, RegionBuilder); 2]>,
+    /// The push's own target list, built in place: a target's only piece is its region (no
+    /// builder, no second list to convert).
+    targets: Vec<(NodeId, Region)>,
+    /// All pieces of the last target once it has more than one, united when the target is done.
+    last_pieces: RegionBuilder,
     sources: SmallVec<[CommandId; 4]>,
+}
+
+impl PushScratch {
+    /// Adds `piece` to target `nid`, which is the last target or a new one (targets come in
+    /// ascending node order, each node's pieces in a run).
+    fn add_piece(&mut self, nid: NodeId, piece: Region) {
+        match self.targets.last() {
+            Some((last, region)) if *last == nid => {
+                if self.last_pieces.is_empty() {
+                    self.last_pieces.add_region(region);
+                }
+                self.last_pieces.add_region(&piece);
+            }
+            _ => {
+                self.finish_last_target();
+                self.targets.push((nid, piece));
+            }
+        }
+    }
+
+    /// Unites the pieces of the last target, if it has several.
+    fn finish_last_target(&mut self) {
+        if !self.last_pieces.is_empty() {
+            let pieces = std::mem::take(&mut self.last_pieces);
+            self.targets.last_mut().expect("pieces of a target").1 = pieces.into_region();
+        }
+    }
 }
 
 /// Pieces of a buffer's last-writer map: a box and its writer.
@@ -138,24 +169,15 @@ impl CommandGraphGenerator {
                             per_buffer.push(PushScratch {
                                 bid: *bid,
                                 // at most one target per remote node
-                                targets: SmallVec::with_capacity(reqs.remote_reads.len()),
+                                targets: Vec::with_capacity(reqs.remote_reads.len()),
+                                last_pieces: RegionBuilder::new(),
                                 sources: SmallVec::new(),
                             });
                             per_buffer.len() - 1
                         }
                     };
                     let scratch = &mut per_buffer[pos];
-                    // targets come in ascending node order, each node's pieces in a run
-                    match scratch.targets.last_mut() {
-                        Some((last, builder)) if *last == nid => {
-                            builder.add_region(&missing);
-                        }
-                        _ => {
-                            let mut builder = RegionBuilder::new();
-                            builder.add_region(&missing);
-                            scratch.targets.push((nid, builder));
-                        }
-                    };
+                    scratch.add_piece(nid, missing);
                     if !scratch.sources.contains(&ws.command()) {
                         scratch.sources.push(ws.command());
                     }
@@ -172,11 +194,8 @@ impl CommandGraphGenerator {
         });
         // drained, not moved: a by-value loop first copies the whole inline list
         for mut scratch in per_buffer.drain(..) {
-            let targets: Vec<(NodeId, Region)> = scratch
-                .targets
-                .into_iter()
-                .map(|(nid, builder)| (nid, builder.into_region()))
-                .collect();
+            scratch.finish_last_target();
+            let targets = std::mem::take(&mut scratch.targets);
             let transfer = TransferId {
                 consumer: task.id(),
                 buffer: scratch.bid,
@@ -235,22 +254,35 @@ impl CommandGraphGenerator {
             );
             self.add_anti_dependencies(task.id(), bid, &region, cmd);
             self.add_epoch_dependency(cmd);
+            // Received data that this task overwrites everywhere (a read-modify-write of what the
+            // other nodes own) goes in stale at once: the freshness update would mark it so
+            // right after the task's writes, one more map update per region. What a local chunk
+            // overwrites gets its writer then anyway.
+            let mut received = WriteState::new(cmd, true);
+            let overwritten = task.access_map().task_produced_region(bid);
+            if !overwritten.is_empty()
+                && task.reductions().iter().all(|r| r.bid != bid)
+                && overwritten.covers(&region)
+            {
+                received = received.stale();
+            }
             self.buffers
                 .get_mut(&bid)
                 .expect("validated")
                 .last_writers
-                .update_region(&region, WriteState::new(cmd, true));
+                .update_region(&region, received);
         }
     }
 
     /// Marks what other nodes wrote in this task as stale here (keeping the old writers for
-    /// anti-dependencies), and extends the initialised regions. `whole_task`: the only local
-    /// chunk spans the task (which has no reductions), so no other node wrote anything and
-    /// `local_writes` is left empty.
+    /// anti-dependencies), and extends the initialised regions. The local chunks' commands are
+    /// `first_chunk_cmd` and later, so a last writer older than it within what the task writes
+    /// was overwritten by another node (no region difference needed). `whole_task`: the only local
+    /// chunk spans the task (which has no reductions), so no other node wrote anything.
     pub(super) fn update_fresh_regions(
         &mut self,
         task: &Task,
-        local_writes: &SmallVec<[(BufferId, Region); 2]>,
+        first_chunk_cmd: CommandId,
         whole_task: bool,
     ) {
         let track_init = self.policies.uninitialized_read != ErrorPolicy::Ignore;
@@ -285,16 +317,10 @@ impl CommandGraphGenerator {
             if track_init {
                 buffer.initialized = buffer.initialized.union(global_writes);
             }
-            let remote_writes = match local_writes.iter().find(|(b, _)| *b == bid) {
-                Some((_, local)) => global_writes.difference(local),
-                None => global_writes.clone(),
-            };
-            if remote_writes.is_empty() {
-                continue;
-            }
+            // fresh data of older writers: the remote writes (local writes have new writers)
             let mut fresh: SmallVec<[(GridBox, WriteState); 4]> = SmallVec::new();
-            buffer.last_writers.query_region(&remote_writes, |b, ws| {
-                if ws.is_fresh() {
+            buffer.last_writers.query_region(global_writes, |b, ws| {
+                if ws.is_fresh() && ws.command() < first_chunk_cmd {
                     fresh.push((b, *ws));
                 }
             });
@@ -304,5 +330,43 @@ impl CommandGraphGenerator {
                 buffer.last_writers.update_box(&b, ws.stale());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(i: usize, j: usize) -> GridBox {
+        GridBox::from_arrays([i, j, 0], [i + 1, j + 1, 1])
+    }
+
+    /// Targets built piece by piece equal, per node, the union of that node's pieces (the oracle:
+    /// one region builder per node); single pieces and runs of several, touching or not.
+    #[test]
+    fn push_targets_are_the_union_of_their_pieces() {
+        let runs: [(u64, &[GridBox]); 4] = [
+            (1, &[point(0, 1)]),
+            (2, &[point(0, 2), point(0, 3), point(1, 2)]),
+            (3, &[point(2, 2)]),
+            (5, &[point(3, 0), point(0, 0)]),
+        ];
+        let mut scratch = PushScratch {
+            bid: BufferId(0),
+            targets: Vec::new(),
+            last_pieces: RegionBuilder::new(),
+            sources: SmallVec::new(),
+        };
+        for (nid, pieces) in runs {
+            for &p in pieces {
+                scratch.add_piece(NodeId(nid), Region::from_box(p));
+            }
+        }
+        scratch.finish_last_target();
+        let expected: Vec<(NodeId, Region)> = runs
+            .iter()
+            .map(|&(nid, pieces)| (NodeId(nid), Region::from_boxes(pieces.iter().copied())))
+            .collect();
+        assert_eq!(scratch.targets, expected);
     }
 }
