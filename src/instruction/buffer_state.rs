@@ -63,6 +63,14 @@ impl<T: Default> PerMemory<T> {
         &mut self.0[i].1
     }
 
+    /// The value of the only memory, if exactly one has a value.
+    pub fn only(&self) -> Option<&T> {
+        match self.0.as_slice() {
+            [(_, v)] => Some(v),
+            _ => None,
+        }
+    }
+
     /// Entries in memory-id order.
     pub fn iter(&self) -> impl Iterator<Item = (MemoryId, &T)> {
         self.0.iter().map(|(m, v)| (*m, v))
