@@ -162,6 +162,20 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     /// per result, without the result vector and the second query; entries `f` leaves unchanged
     /// are not touched.
     pub fn update_box_with(&mut self, b: &GridBox, mut f: impl FnMut(&T) -> T) {
+        self.change_box_values(b, |v| {
+            let nv = f(v);
+            let changed = nv != *v;
+            if changed {
+                *v = nv;
+            }
+            changed
+        });
+    }
+
+    /// [`RegionMap::update_box_with`] with `f` changing a value in place and returning whether it
+    /// did: an entry inside `b` is changed where it is stored (a value holding a vector grows it
+    /// instead of being rebuilt), one reaching out of it through a copy for its part inside.
+    pub fn change_box_values(&mut self, b: &GridBox, mut f: impl FnMut(&mut T) -> bool) {
         let b = b.intersection(&self.extent);
         if b.is_empty() {
             return;
@@ -170,12 +184,13 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         // reaching out of it keep their new value (`Some`) until they are cut, in query order.
         let mut changes: SmallVec<[(GridBox, Option<T>); 4]> = SmallVec::new();
         self.entries.query_mut(&b, &mut |hb, hv| {
-            let nv = f(hv);
-            if nv != *hv {
-                if b.covers(hb) {
-                    *hv = nv;
+            if b.covers(hb) {
+                if f(hv) {
                     changes.push((*hb, None));
-                } else {
+                }
+            } else {
+                let mut nv = hv.clone();
+                if f(&mut nv) {
                     changes.push((*hb, Some(nv)));
                 }
             }
@@ -198,6 +213,13 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     pub fn update_region_with(&mut self, r: &Region, mut f: impl FnMut(&T) -> T) {
         for b in r.boxes() {
             self.update_box_with(b, &mut f);
+        }
+    }
+
+    /// Like [`RegionMap::change_box_values`] for every box of a region.
+    pub fn change_region_values(&mut self, r: &Region, mut f: impl FnMut(&mut T) -> bool) {
+        for b in r.boxes() {
+            self.change_box_values(b, &mut f);
         }
     }
 

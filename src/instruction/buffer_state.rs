@@ -245,13 +245,15 @@ impl BufferAllocation {
         if region.is_empty() {
             return;
         }
+        // in place: a read front of a buffer many tasks read grows by a push, not a rebuild
         self.last_concurrent_accesses
-            .update_region_with(region, |front| {
+            .change_region_values(region, |front| {
                 if front.mode == FrontMode::Read {
-                    front.with_added(instruction)
+                    front.add(instruction);
                 } else {
-                    AccessFront::single(instruction, FrontMode::Read)
+                    *front = AccessFront::single(instruction, FrontMode::Read);
                 }
+                true
             });
     }
 
