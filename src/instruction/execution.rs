@@ -471,12 +471,13 @@ impl InstructionGraphGenerator {
     /// Reports the part of `read` (consumed, not discarded) that no memory holds.
     fn report_uninitialized_reads(&mut self, bid: BufferId, task: &Task, read: &Region) {
         let buffer = &self.buffers[&bid];
+        // a query without collecting: the builder normalises the boxes anyway
         let mut uninitialized = RegionBuilder::new();
-        for (b, mask) in buffer.up_to_date.get_region_values(read) {
+        buffer.up_to_date.query_region(read, |b, mask| {
             if mask.is_empty() {
                 uninitialized.add_box(b);
             }
-        }
+        });
         if uninitialized.is_empty() {
             return;
         }
