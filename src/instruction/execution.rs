@@ -684,7 +684,15 @@ impl InstructionGraphGenerator {
             None => required.push(((bid, mid), boxes.iter().copied().collect())),
         };
         for bid in access_map.accessed_buffers() {
+            let buffer = &self.buffers[&bid];
+            let whole = GridBox::full_range(buffer.range);
             for c in &chunks {
+                if buffer.memories[c.memory.0 as usize].is_allocated_contiguously(&whole) {
+                    // one allocation backs the whole buffer (a buffer used on one memory after
+                    // its first task): it covers every box the chunk can require, and the range
+                    // mappers need not run
+                    continue;
+                }
                 require(
                     bid,
                     c.memory,
