@@ -531,22 +531,27 @@ fn merge_equal_neighbours<T: PartialEq>(out: &mut Vec<(GridBox, T)>) {
 }
 
 fn merge_along<T: PartialEq>(out: &mut Vec<(GridBox, T)>, d: usize) {
-    let key = |b: &GridBox| {
-        let mut k = [0usize; 5];
-        let mut n = 0;
-        for o in (0..3).filter(|&o| o != d) {
-            k[n] = b.min_arr()[o];
-            k[n + 1] = b.max_arr()[o];
-            n += 2;
-        }
-        k[4] = b.min_arr()[d];
-        k
+    // the other two dimensions in order: rows are sorted by their section along them, then by
+    // the start along `d` (compared field by field rather than through a key array built per
+    // comparison, which cost more than the comparison)
+    let (o1, o2) = match d {
+        0 => (1, 2),
+        1 => (0, 2),
+        _ => (0, 1),
     };
-    out.sort_unstable_by_key(|e| key(&e.0));
+    let section = |b: &GridBox| {
+        let (min, max) = (b.min_arr(), b.max_arr());
+        (min[o1], max[o1], min[o2], max[o2])
+    };
+    out.sort_unstable_by(|a, b| {
+        section(&a.0)
+            .cmp(&section(&b.0))
+            .then(a.0.min_arr()[d].cmp(&b.0.min_arr()[d]))
+    });
     let mut w = 0;
     for r in 1..out.len() {
         let (prev, cur) = (&out[w], &out[r]);
-        let same_row = key(&prev.0)[..4] == key(&cur.0)[..4];
+        let same_row = section(&prev.0) == section(&cur.0);
         if same_row && prev.0.max_arr()[d] == cur.0.min_arr()[d] && prev.1 == cur.1 {
             let merged = prev.0.bounding_box(&cur.0);
             out[w].0 = merged;
