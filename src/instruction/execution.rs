@@ -448,7 +448,7 @@ impl InstructionGraphGenerator {
             .all(|r| r.region.intersects(consumed))
         {
             // all of them (a chained task's one): both vectors keep their storage
-            applied.extend(buffer.pending_receives.drain(..));
+            applied.append(&mut buffer.pending_receives);
         } else {
             for r in std::mem::take(&mut buffer.pending_receives) {
                 if r.region.intersects(consumed) {
