@@ -162,6 +162,20 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     /// per result, without the result vector and the second query; entries `f` leaves unchanged
     /// are not touched.
     pub fn update_box_with(&mut self, b: &GridBox, mut f: impl FnMut(&T) -> T) {
+        self.change_box_values(b, |v| {
+            let nv = f(v);
+            let changed = nv != *v;
+            if changed {
+                *v = nv;
+            }
+            changed
+        });
+    }
+
+    /// [`RegionMap::update_box_with`] with `f` changing a value in place and returning whether it
+    /// did: an entry inside `b` is changed where it is stored (a value holding a vector grows it
+    /// instead of being rebuilt), one reaching out of it through a copy for its part inside.
+    pub fn change_box_values(&mut self, b: &GridBox, mut f: impl FnMut(&mut T) -> bool) {
         let b = b.intersection(&self.extent);
         if b.is_empty() {
             return;
@@ -170,12 +184,13 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         // reaching out of it keep their new value (`Some`) until they are cut, in query order.
         let mut changes: SmallVec<[(GridBox, Option<T>); 4]> = SmallVec::new();
         self.entries.query_mut(&b, &mut |hb, hv| {
-            let nv = f(hv);
-            if nv != *hv {
-                if b.covers(hb) {
-                    *hv = nv;
+            if b.covers(hb) {
+                if f(hv) {
                     changes.push((*hb, None));
-                } else {
+                }
+            } else {
+                let mut nv = hv.clone();
+                if f(&mut nv) {
                     changes.push((*hb, Some(nv)));
                 }
             }
@@ -198,6 +213,13 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     pub fn update_region_with(&mut self, r: &Region, mut f: impl FnMut(&T) -> T) {
         for b in r.boxes() {
             self.update_box_with(b, &mut f);
+        }
+    }
+
+    /// Like [`RegionMap::change_box_values`] for every box of a region.
+    pub fn change_region_values(&mut self, r: &Region, mut f: impl FnMut(&mut T) -> bool) {
+        for b in r.boxes() {
+            self.change_box_values(b, &mut f);
         }
     }
 
@@ -509,22 +531,27 @@ fn merge_equal_neighbours<T: PartialEq>(out: &mut Vec<(GridBox, T)>) {
 }
 
 fn merge_along<T: PartialEq>(out: &mut Vec<(GridBox, T)>, d: usize) {
-    let key = |b: &GridBox| {
-        let mut k = [0usize; 5];
-        let mut n = 0;
-        for o in (0..3).filter(|&o| o != d) {
-            k[n] = b.min_arr()[o];
-            k[n + 1] = b.max_arr()[o];
-            n += 2;
-        }
-        k[4] = b.min_arr()[d];
-        k
+    // the other two dimensions in order: rows are sorted by their section along them, then by
+    // the start along `d` (compared field by field rather than through a key array built per
+    // comparison, which cost more than the comparison)
+    let (o1, o2) = match d {
+        0 => (1, 2),
+        1 => (0, 2),
+        _ => (0, 1),
     };
-    out.sort_unstable_by_key(|e| key(&e.0));
+    let section = |b: &GridBox| {
+        let (min, max) = (b.min_arr(), b.max_arr());
+        (min[o1], max[o1], min[o2], max[o2])
+    };
+    out.sort_unstable_by(|a, b| {
+        section(&a.0)
+            .cmp(&section(&b.0))
+            .then(a.0.min_arr()[d].cmp(&b.0.min_arr()[d]))
+    });
     let mut w = 0;
     for r in 1..out.len() {
         let (prev, cur) = (&out[w], &out[r]);
-        let same_row = key(&prev.0)[..4] == key(&cur.0)[..4];
+        let same_row = section(&prev.0) == section(&cur.0);
         if same_row && prev.0.max_arr()[d] == cur.0.min_arr()[d] && prev.1 == cur.1 {
             let merged = prev.0.bounding_box(&cur.0);
             out[w].0 = merged;

@@ -63,6 +63,14 @@ impl<T: Default> PerMemory<T> {
         &mut self.0[i].1
     }
 
+    /// The value of the only memory, if exactly one has a value.
+    pub fn only(&self) -> Option<&T> {
+        match self.0.as_slice() {
+            [(_, v)] => Some(v),
+            _ => None,
+        }
+    }
+
     /// Entries in memory-id order.
     pub fn iter(&self) -> impl Iterator<Item = (MemoryId, &T)> {
         self.0.iter().map(|(m, v)| (*m, v))
@@ -237,13 +245,15 @@ impl BufferAllocation {
         if region.is_empty() {
             return;
         }
+        // in place: a read front of a buffer many tasks read grows by a push, not a rebuild
         self.last_concurrent_accesses
-            .update_region_with(region, |front| {
+            .change_region_values(region, |front| {
                 if front.mode == FrontMode::Read {
-                    front.with_added(instruction)
+                    front.add(instruction);
                 } else {
-                    AccessFront::single(instruction, FrontMode::Read)
+                    *front = AccessFront::single(instruction, FrontMode::Read);
                 }
+                true
             });
     }
 

@@ -333,10 +333,10 @@ fn plan_staged_copy(
 fn mark_up_to_date(buffer: &mut BufferState, reads_by_memory: &ReadsByMemory) {
     for (mid, reads) in reads_by_memory.iter() {
         for read in reads {
-            buffer.up_to_date.update_region_with(read, |mask| {
-                let mut mask = *mask;
+            buffer.up_to_date.change_region_values(read, |mask| {
+                let changed = !mask.contains(mid);
                 mask.insert(mid);
-                mask
+                changed
             });
         }
     }

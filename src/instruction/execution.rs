@@ -368,14 +368,11 @@ impl InstructionGraphGenerator {
     ) {
         let mut footprint =
             BufferFootprint::of(bid, task, is_reduction_initializer, chunks, requirements);
-        let (applied, discarded) = self.take_consumed_receives(bid, &mut footprint);
+        let mut applied = std::mem::take(&mut self.applied_receives);
+        let discarded = self.take_consumed_receives(bid, &mut footprint, &mut applied);
         if self.policies.uninitialized_read != ErrorPolicy::Ignore {
             self.report_uninitialized_reads(bid, task, &footprint.consumed.difference(&discarded));
         }
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
-        buffer
-            .up_to_date
-            .update_region(&discarded, MemoryMask::EMPTY);
 
         let host = MemoryId::HOST;
         let mut required = footprint.required;
@@ -392,59 +389,95 @@ impl InstructionGraphGenerator {
         if footprint.include_current_value {
             reads_by_memory.entry(host).push(SCALAR_BOX.into());
         }
+        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        // Discarded data is marked as up to date nowhere, so that resizes do not copy it. Without a
+        // reduction, the discarded region is what the chunks write without reading plus the
+        // receives applied now, and the receives and the chunks' writes overwrite all of it before
+        // anything but a resize looks at it: without a resize the marking is skipped.
+        let resizes = required.iter().any(|(mid, boxes)| {
+            let memory = &buffer.memories[mid.0 as usize];
+            boxes.iter().any(|b| !memory.is_allocated_contiguously(b))
+        });
+        if resizes || task.reductions().iter().any(|r| r.bid == bid) {
+            buffer
+                .up_to_date
+                .update_region(&discarded, MemoryMask::EMPTY);
+        }
         for (mid, boxes) in required.into_entries() {
             self.allocate_contiguously(bid, mid, boxes);
         }
         if !applied.is_empty() {
-            let all_reads: Vec<Region> = reads_by_memory
-                .iter()
-                .flat_map(|(_, r)| r.iter().cloned())
-                .collect();
+            // the readers of one memory (the usual case) are passed as they are
+            let all_reads: Cow<[Region]> = match reads_by_memory.only() {
+                Some(reads) => Cow::Borrowed(reads.as_slice()),
+                None => Cow::Owned(
+                    reads_by_memory
+                        .iter()
+                        .flat_map(|(_, r)| r.iter().cloned())
+                        .collect(),
+                ),
+            };
             for receive in &applied {
                 self.commit_pending_receive(bid, receive, &all_reads);
             }
+            applied.clear();
         }
+        self.applied_receives = applied;
         self.establish_coherence(bid, &reads_by_memory);
     }
 
-    /// Takes the pending receives of `bid` that the task consumes (their boxes must be backed
-    /// contiguously in host memory) and returns them with the discarded region: what is accessed
-    /// but not consumed, and whatever arrives now, need not survive resizes.
+    /// Moves the pending receives of `bid` that the task consumes into `applied` (their boxes
+    /// must be backed contiguously in host memory) and returns the discarded region: what is
+    /// accessed but not consumed, and whatever arrives now, need not survive resizes.
     fn take_consumed_receives(
         &mut self,
         bid: BufferId,
         footprint: &mut BufferFootprint,
-    ) -> (Vec<PendingReceive>, Region) {
+        applied: &mut Vec<PendingReceive>,
+    ) -> Region {
         let mut discarded = RegionBuilder::new();
         discarded.add_region(&footprint.accessed.difference(&footprint.consumed));
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
         if buffer.pending_receives.is_empty() {
-            return (Vec::new(), discarded.into_region());
+            return discarded.into_region();
         }
         let consumed = &footprint.consumed;
-        let (applied, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut buffer.pending_receives)
-            .into_iter()
-            .partition(|r| r.region.intersects(consumed));
-        buffer.pending_receives = pending;
-        for r in &applied {
+        if buffer
+            .pending_receives
+            .iter()
+            .all(|r| r.region.intersects(consumed))
+        {
+            // all of them (a chained task's one): both vectors keep their storage
+            applied.append(&mut buffer.pending_receives);
+        } else {
+            for r in std::mem::take(&mut buffer.pending_receives) {
+                if r.region.intersects(consumed) {
+                    applied.push(r);
+                } else {
+                    buffer.pending_receives.push(r);
+                }
+            }
+        }
+        for r in applied.iter() {
             discarded.add_region(&r.region);
             footprint
                 .required
                 .entry(MemoryId::HOST)
                 .extend(r.required_contiguous_boxes.iter().copied());
         }
-        (applied, discarded.into_region())
+        discarded.into_region()
     }
 
     /// Reports the part of `read` (consumed, not discarded) that no memory holds.
     fn report_uninitialized_reads(&mut self, bid: BufferId, task: &Task, read: &Region) {
         let buffer = &self.buffers[&bid];
+        // a query without collecting: the builder normalises the boxes anyway
         let mut uninitialized = RegionBuilder::new();
-        for (b, mask) in buffer.up_to_date.get_region_values(read) {
+        buffer.up_to_date.query_region(read, |b, mask| {
             if mask.is_empty() {
                 uninitialized.add_box(b);
             }
-        }
+        });
         if uninitialized.is_empty() {
             return;
         }
@@ -651,7 +684,15 @@ impl InstructionGraphGenerator {
             None => required.push(((bid, mid), boxes.iter().copied().collect())),
         };
         for bid in access_map.accessed_buffers() {
+            let buffer = &self.buffers[&bid];
+            let whole = GridBox::full_range(buffer.range);
             for c in &chunks {
+                if buffer.memories[c.memory.0 as usize].is_allocated_contiguously(&whole) {
+                    // one allocation backs the whole buffer (a buffer used on one memory after
+                    // its first task): it covers every box the chunk can require, and the range
+                    // mappers need not run
+                    continue;
+                }
                 require(
                     bid,
                     c.memory,

@@ -114,6 +114,9 @@ pub struct InstructionGraphGenerator {
     pub(super) error: Option<Error>,
     /// The chunk requirements of the last execution compiled, whose storage the next reuses.
     pub(super) requirements: Vec<super::requirements::ChunkRequirements>,
+    /// The await-pushes the execution being compiled consumes (empty between compilations),
+    /// kept for its storage: a chained task consumes one per task.
+    pub(super) applied_receives: Vec<super::buffer_state::PendingReceive>,
 }
 
 impl InstructionGraphGenerator {
@@ -147,6 +150,7 @@ impl InstructionGraphGenerator {
             unreferenced_user_allocations: Vec::new(),
             error: None,
             requirements: Vec::new(),
+            applied_receives: Vec::new(),
         }
     }
 

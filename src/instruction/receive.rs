@@ -16,6 +16,8 @@
 //!
 //! Afterwards only host memory holds the received data.
 
+use smallvec::SmallVec;
+
 use crate::backend::system_info::MemoryMask;
 use crate::grid::{
     Region, connected_subregion_bounding_boxes, symmetrically_split_overlapping_regions,
@@ -87,7 +89,7 @@ impl InstructionGraphGenerator {
         let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
         let elem_size = buffer.elem_size;
         let host = &mut buffer.memories[MemoryId::HOST.0 as usize];
-        let mut allocations: Vec<usize> = Vec::new();
+        let mut allocations: SmallVec<[usize; 2]> = SmallVec::new();
         for b in &receive.required_contiguous_boxes {
             let i = host
                 .find_contiguous(b)
@@ -100,12 +102,17 @@ impl InstructionGraphGenerator {
         for i in allocations {
             let allocation = &mut host.allocations[i];
             let received = clip(&receive.region, &allocation.allocated_box);
-            let mut parts: Vec<Region> = concurrent_reads
-                .iter()
-                .map(|r| r.intersection(&received))
-                .filter(|r| !r.is_empty())
-                .collect();
-            symmetrically_split_overlapping_regions(&mut parts);
+            // a single reader leaves at most one part: nothing to split
+            let mut parts: Vec<Region> = Vec::new();
+            if concurrent_reads.len() > 1 {
+                parts.extend(
+                    concurrent_reads
+                        .iter()
+                        .map(|r| r.intersection(&received))
+                        .filter(|r| !r.is_empty()),
+                );
+                symmetrically_split_overlapping_regions(&mut parts);
+            }
             if parts.len() > 1 {
                 // what no reader needs now still arrives: await it too, so later readers have
                 // an instruction to wait for

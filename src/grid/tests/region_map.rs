@@ -545,24 +545,29 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
 
-    /// Read-modify-write updates (`update_box_with`) mixed with plain ones keep every point's
-    /// value and the tiling invariants.
+    /// Read-modify-write updates (`update_box_with`, `change_box_values`) mixed with plain ones
+    /// keep every point's value and the tiling invariants.
     #[test]
     fn update_with_answers_like_a_dense_array(
         (extent, updates, queries) in arb_dims().prop_flat_map(|e| (
             Just(e),
-            prop::collection::vec((arb_box(e), 0u8..3, any::<bool>()), 0..24),
+            prop::collection::vec((arb_box(e), 0u8..3, 0u8..3), 0..24),
             prop::collection::vec(arb_box(e), 1..4),
         ))
     ) {
         let mut rm = RegionMap::new(Range(extent), 0u8);
         let mut dense = Dense { extent, values: vec![0; extent.iter().product()] };
-        for (b, v, read_modify_write) in &updates {
-            let new = |old: u8| if *read_modify_write { (old + v) % 4 } else { *v };
-            if *read_modify_write {
-                rm.update_box_with(b, |old| new(*old));
-            } else {
-                rm.update_box(b, *v);
+        for (b, v, mode) in &updates {
+            // 0: plain update, 1: read-modify-write, 2: the same changed in place
+            let new = |old: u8| if *mode > 0 { (old + v) % 4 } else { *v };
+            match mode {
+                0 => rm.update_box(b, *v),
+                1 => rm.update_box_with(b, |old| new(*old)),
+                _ => rm.change_box_values(b, |old| {
+                    let changed = new(*old) != *old;
+                    *old = new(*old);
+                    changed
+                }),
             }
             for p in points_of(b) {
                 let i = (p[0] * extent[1] + p[1]) * extent[2] + p[2];
