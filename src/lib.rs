@@ -19,6 +19,7 @@ pub mod error;
 pub mod executor;
 pub mod ffi;
 pub mod grid;
+pub(crate) mod id_table;
 pub mod instruction;
 pub mod policy;
 pub mod runtime;

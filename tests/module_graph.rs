@@ -9,7 +9,14 @@ use std::path::{Path, PathBuf};
 /// only the ground floor's modules import each other (scheduler and executor are peers that talk
 /// through channels, not imports).
 const STAGES: &[&[&str]] = &[
-    &["error", "types", "policy", "thread_guard", "user_objects"],
+    &[
+        "error",
+        "types",
+        "policy",
+        "thread_guard",
+        "user_objects",
+        "id_table",
+    ],
     &["grid"],
     &["backend"],
     &["comm"],

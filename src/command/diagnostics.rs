@@ -61,7 +61,7 @@ impl CommandGraphGenerator {
         pending: Option<&[BufferId]>,
     ) -> Result<()> {
         for bid in pending.unwrap_or_default() {
-            if !self.buffers.contains_key(bid) {
+            if !self.buffers.contains_key(*bid) {
                 return Err(Error::invalid_state(format!(
                     "{} accesses {bid}, which the command graph generator of N{} does not know",
                     task.title(),
@@ -125,7 +125,7 @@ impl CommandGraphGenerator {
                 if consumed.is_empty() {
                     continue;
                 }
-                let missing = consumed.difference(&self.buffers[&bid].initialized);
+                let missing = consumed.difference(&self.buffers[bid].initialized);
                 if missing.is_empty() {
                     continue;
                 }
@@ -154,7 +154,7 @@ impl CommandGraphGenerator {
         touched: &[BufferId],
     ) -> Result<()> {
         for &bid in touched {
-            if self.buffers[&bid].pending_reduction.is_none() {
+            if self.buffers[bid].pending_reduction.is_none() {
                 continue;
             }
             let readers =

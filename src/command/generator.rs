@@ -9,7 +9,6 @@ use super::assignment::{
     touched_buffers,
 };
 use super::buffer_state::{BufferState, WriteState};
-use super::buffer_table::BufferTable;
 use super::command::{Command, CommandBatch, CommandDependencies, CommandDependency, CommandKind};
 use super::graph::CommandTable;
 use super::node_bitset::NodeBitset;
@@ -17,6 +16,7 @@ use super::recorder::CommandRecorder;
 use super::replication::Replication;
 use crate::error::{Error, Result};
 use crate::grid::{GridBox, Range, Region};
+use crate::id_table::IdTable;
 use crate::policy::ErrorPolicy;
 use crate::task::{BufferLabel, DependencyKind, DependencyOrigin, Task, TaskType};
 use crate::types::{
@@ -60,7 +60,7 @@ pub struct CommandGraphGenerator {
     splits: SplitCache,
     next_cid: u64,
     pub(super) table: CommandTable,
-    pub(super) buffers: BufferTable<BufferState>,
+    pub(super) buffers: IdTable<BufferId, BufferState>,
     host_objects: IdMap<HostObjectId, CommandId>,
     collective_groups: IdMap<CollectiveGroupId, CommandId>,
     pub(super) epoch_for_new_commands: CommandId,
@@ -101,7 +101,7 @@ impl CommandGraphGenerator {
             splits: SplitCache::default(),
             next_cid: 0,
             table: CommandTable::default(),
-            buffers: BufferTable::default(),
+            buffers: IdTable::default(),
             host_objects: IdMap::default(),
             collective_groups: IdMap::default(),
             // the init epoch will be command 0
@@ -165,14 +165,14 @@ impl CommandGraphGenerator {
 
     /// Sets the debug name used in messages and records.
     pub fn notify_buffer_name_changed(&mut self, bid: BufferId, name: &str) {
-        if let Some(b) = self.buffers.get_mut(&bid) {
+        if let Some(b) = self.buffers.get_mut(bid) {
             b.name = Some(name.to_owned());
         }
     }
 
     /// Forgets a buffer.
     pub fn notify_buffer_destroyed(&mut self, bid: BufferId) {
-        self.buffers.remove(&bid);
+        self.buffers.remove(bid);
     }
 
     /// A new host object; side effects on it are serialised from now on.
@@ -219,7 +219,7 @@ impl CommandGraphGenerator {
     pub(super) fn buffer_label(&self, bid: BufferId) -> BufferLabel<'_> {
         BufferLabel {
             id: bid,
-            name: self.buffers.get(&bid).and_then(|b| b.name.as_deref()),
+            name: self.buffers.get(bid).and_then(|b| b.name.as_deref()),
         }
     }
 
@@ -257,7 +257,7 @@ impl CommandGraphGenerator {
         if let Some(recorder) = &mut self.recorder {
             let buffers = &self.buffers;
             for cmd in &commands {
-                recorder.record(cmd, |bid| buffers.get(&bid).and_then(|b| b.name.clone()));
+                recorder.record(cmd, |bid| buffers.get(bid).and_then(|b| b.name.clone()));
             }
         }
         Ok(commands)
@@ -372,7 +372,7 @@ impl CommandGraphGenerator {
         region: &Region,
         write_cmd: CommandId,
     ) {
-        let buffer = &self.buffers[&bid];
+        let buffer = &self.buffers[bid];
         let mut targets: SmallVec<[CommandId; 8]> = SmallVec::new();
         let mut writers: SmallVec<[CommandId; 4]> = SmallVec::new();
         buffer.last_writers.query_region(region, |_, ws| {
@@ -489,7 +489,7 @@ impl CommandGraphGenerator {
             .chain(task.reductions().iter().map(|r| r.bid))
             .any(|bid| {
                 self.buffers
-                    .get(&bid)
+                    .get(bid)
                     .is_none_or(|b| b.pending_reduction.is_some())
             });
         // listed only when needed
@@ -526,7 +526,7 @@ impl CommandGraphGenerator {
 
         for reduction in task.reductions() {
             if reqs.num_chunks > 1 {
-                if let Some(b) = self.buffers.get_mut(&reduction.bid) {
+                if let Some(b) = self.buffers.get_mut(reduction.bid) {
                     b.pending_reduction = Some(*reduction);
                 }
             } else {
@@ -563,7 +563,7 @@ impl CommandGraphGenerator {
             if !acc.mode.is_consumer() {
                 continue;
             }
-            let pushable = self.buffers[&acc.bid].pushable_bounds;
+            let pushable = self.buffers[acc.bid].pushable_bounds;
             if !map.task_consumed_bounds(acc.bid).intersects(&pushable) {
                 continue;
             }
@@ -632,7 +632,7 @@ impl CommandGraphGenerator {
     /// True dependencies of `cmd` on the local last writers of what it consumes of `bid`.
     fn add_read_dependencies(&mut self, cmd: CommandId, bid: BufferId, consumed: &Region) {
         let mut writers: SmallVec<[WriteState; 4]> = SmallVec::new();
-        self.buffers[&bid]
+        self.buffers[bid]
             .last_writers
             .query_region(consumed, |_, ws| {
                 if !writers.contains(ws) {
@@ -665,7 +665,7 @@ impl CommandGraphGenerator {
         produced: &Region,
     ) {
         self.add_anti_dependencies(tid, bid, produced, cmd);
-        let buffer = self.buffers.get_mut(&bid).expect("validated");
+        let buffer = self.buffers.get_mut(bid).expect("validated");
         if self.num_nodes > 1 {
             // a single node never pushes: neither bounds nor replication are ever read
             buffer.pushable_bounds = buffer

@@ -36,7 +36,6 @@
 
 pub mod assignment;
 mod buffer_state;
-mod buffer_table;
 #[expect(clippy::module_inception)]
 mod command;
 mod diagnostics;

@@ -28,7 +28,7 @@ impl CommandGraphGenerator {
         touched: &[BufferId],
     ) {
         for &bid in touched {
-            let Some(buffer) = self.buffers.get(&bid) else {
+            let Some(buffer) = self.buffers.get(bid) else {
                 continue;
             };
             let Some(reduction) = buffer.pending_reduction else {

@@ -127,7 +127,7 @@ impl CommandGraphGenerator {
         for (nid, reads) in &reqs.remote_reads {
             let nid = *nid;
             for (bid, consumed) in reads {
-                let buffer = &self.buffers[bid];
+                let buffer = &self.buffers[*bid];
                 if !consumed.bounding_box().intersects(&buffer.pushable_bounds) {
                     continue;
                 }
@@ -156,7 +156,7 @@ impl CommandGraphGenerator {
                         }
                     }),
                 }
-                let buffer = self.buffers.get_mut(bid).expect("validated");
+                let buffer = self.buffers.get_mut(*bid).expect("validated");
                 for &(b, ws) in &pushable {
                     let missing = buffer.replicated.missing_on(nid, &b);
                     if missing.is_empty() {
@@ -225,7 +225,7 @@ impl CommandGraphGenerator {
                 if consumed.is_empty() {
                     continue;
                 }
-                let buffer = &self.buffers[&bid];
+                let buffer = &self.buffers[bid];
                 if !buffer.may_hold_stale {
                     continue;
                 }
@@ -267,7 +267,7 @@ impl CommandGraphGenerator {
                 received = received.stale();
             }
             self.buffers
-                .get_mut(&bid)
+                .get_mut(bid)
                 .expect("validated")
                 .last_writers
                 .update_region(&region, received);
@@ -290,7 +290,7 @@ impl CommandGraphGenerator {
             if track_init {
                 for (bid, _, produced) in task.access_map().task_regions() {
                     if !produced.is_empty() {
-                        let buffer = self.buffers.get_mut(&bid).expect("validated");
+                        let buffer = self.buffers.get_mut(bid).expect("validated");
                         buffer.initialized = buffer.initialized.union(produced);
                     }
                 }
@@ -313,7 +313,7 @@ impl CommandGraphGenerator {
             if global_writes.is_empty() {
                 continue;
             }
-            let buffer = self.buffers.get_mut(&bid).expect("validated");
+            let buffer = self.buffers.get_mut(bid).expect("validated");
             if track_init {
                 buffer.initialized = buffer.initialized.union(global_writes);
             }

@@ -1,17 +1,15 @@
 //! [`TaskManager`]: turns submissions into tasks with their dependencies, inserts horizons and
 //! epochs, and prunes what the executor has finished.
 
-mod buffer_table;
 mod validation;
 
-use super::geometry::TaskGeometry;
-use buffer_table::BufferTable;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 
 use super::access::BufferAccess;
 use super::command_group::{CommandGroup, TaskSpec};
+use super::geometry::TaskGeometry;
 use super::graph::TaskGraph;
 use super::last_writers::LastWriterMap;
 use super::range_mapper::{BufferLabel, RangeMapper, fmt_box_dims};
@@ -22,6 +20,7 @@ use super::task::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{GridBox, Range, Region, RegionBuilder, Subrange};
+use crate::id_table::IdTable;
 use crate::policy::ErrorPolicy;
 use crate::types::{BufferId, CollectiveGroupId, HostObjectId, IdMap, TaskId};
 
@@ -112,7 +111,7 @@ pub struct TaskManager {
     recorder: Option<TaskRecorder>,
     graph: TaskGraph,
     next_tid: u64,
-    buffers: BufferTable<BufferState>,
+    buffers: IdTable<BufferId, BufferState>,
     /// One past the highest buffer / host object id announced: an absent id below it was
     /// released (INVALID_STATE), one at or above it never existed (INVALID_ARGUMENT).
     buffer_ids_issued: u64,
@@ -210,7 +209,7 @@ impl TaskManager {
             recorder: config.record.then(TaskRecorder::new),
             graph: TaskGraph::default(),
             next_tid: 0,
-            buffers: BufferTable::default(),
+            buffers: IdTable::default(),
             host_objects: IdMap::default(),
             buffer_ids_issued: 0,
             host_object_ids_issued: 0,
