@@ -34,7 +34,7 @@ use crate::types::{AllocationId, BufferId, CollectiveGroupId, DeviceId, Instruct
 
 use super::buffer_state::{PendingReceive, PerMemory, ReadsByMemory, clip};
 use super::generator::{InstructionGraphGenerator, LocalChunk, SCALAR_BOX, SchedulingHint};
-use super::instruction::{BufferAccessAllocation, InstructionKind};
+use super::instruction::{AccessAllocations, BufferAccessAllocation, InstructionKind};
 use super::recorder::{DependencyOrigin, RecordDetail};
 use super::requirements::ChunkRequirements;
 
@@ -506,7 +506,7 @@ impl InstructionGraphGenerator {
         let access_map = task.access_map();
         let mem = chunk.memory.0 as usize;
         let mut traffic = 0usize;
-        let mut accesses = Vec::with_capacity(access_map.num_accesses());
+        let mut accesses = AccessAllocations::with_capacity(access_map.num_accesses());
         let mut recorded = Vec::new();
         for i in 0..access_map.num_accesses() {
             let (bid, mode) = access_map.nth_access(i);

@@ -49,6 +49,10 @@ pub struct BufferAccessAllocation {
     pub elem_size: usize,
 }
 
+/// The access list of a kernel or host task: one entry per access of the task, stored inline for
+/// a task of one access (a chained task) so that its instruction needs no allocation of its own.
+pub type AccessAllocations = SmallVec<[BufferAccessAllocation; 1]>;
+
 /// What the executor may release once a horizon or epoch has been reached.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InstructionGarbage {
@@ -106,7 +110,7 @@ pub enum InstructionKind {
         /// The chunk of the iteration space.
         execution_box: GridBox,
         /// One entry per access of the task.
-        accesses: Vec<BufferAccessAllocation>,
+        accesses: AccessAllocations,
         /// One entry per reduction of the task (its partial-result slot).
         reductions: Vec<BufferAccessAllocation>,
         /// Bytes read plus bytes written, a scheduling estimate.
@@ -121,7 +125,7 @@ pub enum InstructionKind {
         /// The task's global range (host tasks see it).
         global_range: Range,
         /// One entry per access of the task.
-        accesses: Vec<BufferAccessAllocation>,
+        accesses: AccessAllocations,
         /// The collective group ([`CollectiveGroupId::NONE`] unless collective).
         collective_group: CollectiveGroupId,
     },

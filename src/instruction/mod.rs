@@ -28,8 +28,8 @@ pub(crate) mod tests;
 
 pub use generator::{Batch, InstructionGraphGenerator, Policies, SchedulingHint};
 pub use instruction::{
-    BufferAccessAllocation, CopyLayout, Instruction, InstructionGarbage, InstructionKind,
-    Placement, priority,
+    AccessAllocations, BufferAccessAllocation, CopyLayout, Instruction, InstructionGarbage,
+    InstructionKind, Placement, priority,
 };
 pub use recorder::{
     AllocOrigin, CopyOrigin, DependencyOrigin, InstructionRecord, InstructionRecorder,
