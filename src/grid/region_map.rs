@@ -209,13 +209,6 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         self.try_merge(&mut candidates);
     }
 
-    /// Like [`RegionMap::update_box_with`] for every box of a region.
-    pub fn update_region_with(&mut self, r: &Region, mut f: impl FnMut(&T) -> T) {
-        for b in r.boxes() {
-            self.update_box_with(b, &mut f);
-        }
-    }
-
     /// Like [`RegionMap::change_box_values`] for every box of a region.
     pub fn change_region_values(&mut self, r: &Region, mut f: impl FnMut(&mut T) -> bool) {
         for b in r.boxes() {
