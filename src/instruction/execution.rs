@@ -66,6 +66,8 @@ impl BufferFootprint {
             let accessed = match (b.reads.is_empty(), b.writes.is_empty()) {
                 (_, true) => b.reads.clone(),
                 (true, false) => b.writes.clone(),
+                // a task reading and writing the same elements (a chained task): no union
+                (false, false) if b.reads == b.writes => b.reads.clone(),
                 (false, false) => b.reads.union(&b.writes),
             };
             return Self {
@@ -403,8 +405,12 @@ impl InstructionGraphGenerator {
                 .up_to_date
                 .update_region(&discarded, MemoryMask::EMPTY);
         }
-        for (mid, boxes) in required.into_entries() {
-            self.allocate_contiguously(bid, mid, boxes);
+        if resizes {
+            // without a resize every required box is backed already: allocating would find
+            // nothing to do, at the cost of the same check again per memory
+            for (mid, boxes) in required.into_entries() {
+                self.allocate_contiguously(bid, mid, boxes);
+            }
         }
         if !applied.is_empty() {
             // the readers of one memory (the usual case) are passed as they are
@@ -658,6 +664,27 @@ impl InstructionGraphGenerator {
         }
     }
 
+    /// Whether every memory the chunks of `task` can run on (host memory for a host task, every
+    /// device's native memory for a device task, as [`Self::split_task`] assigns them) holds
+    /// each buffer the task accesses in one allocation of the whole buffer.
+    fn backs_accessed_buffers_whole(&self, task: &Task) -> bool {
+        let on_device = task.execution_target() == ExecutionTarget::Device;
+        if on_device && self.system.devices.is_empty() {
+            return false;
+        }
+        task.access_map().accessed_buffers().all(|bid| {
+            let buffer = &self.buffers[&bid];
+            let whole = GridBox::full_range(buffer.range);
+            let backs =
+                |mid: MemoryId| buffer.memories[mid.0 as usize].is_allocated_contiguously(&whole);
+            if on_device {
+                self.system.devices.iter().all(|d| backs(d.native_memory))
+            } else {
+                backs(MemoryId::HOST)
+            }
+        })
+    }
+
     /// Records the boxes `command` will need allocated (lookahead).
     pub fn anticipate(&mut self, command: &Command) -> SchedulingHint {
         let crate::command::CommandKind::Execution {
@@ -670,6 +697,12 @@ impl InstructionGraphGenerator {
         let access_map = task.access_map();
         // half of a typical program's kernels touch no buffer: nothing to allocate
         if access_map.num_accesses() == 0 && task.reductions().is_empty() {
+            return SchedulingHint::IsSelfContained;
+        }
+        if task.reductions().is_empty() && self.backs_accessed_buffers_whole(task) {
+            // every memory a chunk can run on backs each accessed buffer in one allocation (a
+            // chained task after the first): nothing can be missing, so neither the split nor
+            // the range mappers need to run
             return SchedulingHint::IsSelfContained;
         }
         let Ok(chunks) = self.split_task(task, execution_range, false) else {
