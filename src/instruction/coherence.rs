@@ -131,6 +131,26 @@ impl InstructionGraphGenerator {
             });
             return;
         }
+        self.copy_to_readers(bid, reads_by_memory);
+    }
+
+    /// Whether the full collection finds nothing to copy for one reader of `read` in `dest`
+    /// (a debug check of [`reader_up_to_date`]).
+    pub(super) fn finds_nothing_to_copy(
+        &self,
+        bid: BufferId,
+        dest: MemoryId,
+        read: &Region,
+    ) -> bool {
+        let mut reads_by_memory = ReadsByMemory::new();
+        reads_by_memory.entry(dest).push(read.clone());
+        let needs = collect_copy_needs(&self.buffers[&bid], &self.system, &reads_by_memory);
+        needs.direct.is_empty() && needs.staged.is_empty()
+    }
+
+    /// [`Self::establish_coherence`] without the early-out check, for a caller that made it.
+    pub(super) fn copy_to_readers(&mut self, bid: BufferId, reads_by_memory: &ReadsByMemory) {
+        let buffer = self.buffers.get(&bid).expect("unknown buffer");
         let needs = collect_copy_needs(buffer, &self.system, reads_by_memory);
         if needs.direct.is_empty() && needs.staged.is_empty() {
             return;
@@ -181,23 +201,30 @@ impl InstructionGraphGenerator {
 /// nothing to copy. A map of one entry (a buffer written whole, as a chained task writes it)
 /// holds one mask for every element, so its readers are checked without a query.
 fn readers_up_to_date(up_to_date: &RegionMap<MemoryMask>, reads_by_memory: &ReadsByMemory) -> bool {
-    let lacks_nothing = |dest: MemoryId, mask: &MemoryMask| mask.is_empty() || mask.contains(dest);
+    reads_by_memory.iter().all(|(dest, reads)| {
+        reads
+            .iter()
+            .all(|read| reader_up_to_date(up_to_date, dest, read))
+    })
+}
+
+/// [`readers_up_to_date`] for one reader of `read` in memory `dest`.
+pub(super) fn reader_up_to_date(
+    up_to_date: &RegionMap<MemoryMask>,
+    dest: MemoryId,
+    read: &Region,
+) -> bool {
+    let lacks_nothing = |mask: &MemoryMask| mask.is_empty() || mask.contains(dest);
     if up_to_date.len() == 1 {
         let mut only = MemoryMask::EMPTY;
         up_to_date.for_each(|_, mask| only = *mask);
-        return reads_by_memory
-            .iter()
-            .all(|(dest, _)| lacks_nothing(dest, &only));
+        return lacks_nothing(&only);
     }
-    reads_by_memory.iter().all(|(dest, reads)| {
-        reads.iter().all(|read| {
-            let mut up_to_date_here = true;
-            up_to_date.query_region(read, |_, mask| {
-                up_to_date_here &= lacks_nothing(dest, mask);
-            });
-            up_to_date_here
-        })
-    })
+    let mut up_to_date_here = true;
+    up_to_date.query_region(read, |_, mask| {
+        up_to_date_here &= lacks_nothing(mask);
+    });
+    up_to_date_here
 }
 
 /// Step 1: the elements each reader lacks, grouped by original writer and split by source and

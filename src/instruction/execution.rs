@@ -33,6 +33,7 @@ use crate::task::{BufferLabel, ExecutionTarget, Task, fmt_region};
 use crate::types::{AllocationId, BufferId, CollectiveGroupId, DeviceId, InstructionId, MemoryId};
 
 use super::buffer_state::{PendingReceive, PerMemory, ReadsByMemory, clip};
+use super::coherence::reader_up_to_date;
 use super::generator::{InstructionGraphGenerator, LocalChunk, SCALAR_BOX, SchedulingHint};
 use super::instruction::{AccessAllocations, BufferAccessAllocation, InstructionKind};
 use super::recorder::{DependencyOrigin, RecordDetail};
@@ -108,6 +109,16 @@ impl BufferFootprint {
     }
 }
 
+/// What [`InstructionGraphGenerator::satisfy_backed_requirements`] did for one buffer.
+enum Backing {
+    /// Everything: the buffer needs no other step.
+    Satisfied,
+    /// Nothing: a box the chunk needs is not backed yet (the general step allocates it).
+    NeedsAllocation,
+    /// Nothing: receives or a reduction need the general step.
+    General,
+}
+
 /// The buffers a task touches (accesses and reductions), in id order.
 fn touched_buffers(task: &Task) -> SmallVec<[BufferId; 4]> {
     // pushed one by one: a collect cost more than the work for the usual zero to two buffers
@@ -162,12 +173,21 @@ impl InstructionGraphGenerator {
             self.report_overlapping_writes(task, &requirements);
         }
         for &bid in &bids {
+            let mut needs_allocation = false;
+            if let ([c], [r]) = (chunks.as_slice(), requirements.as_slice()) {
+                match self.satisfy_backed_requirements(bid, task, c, r) {
+                    Backing::Satisfied => continue,
+                    Backing::NeedsAllocation => needs_allocation = true,
+                    Backing::General => {}
+                }
+            }
             self.satisfy_buffer_requirements(
                 bid,
                 task,
                 is_reduction_initializer,
                 &chunks,
                 &requirements,
+                needs_allocation,
             );
         }
         let local_reductions: Vec<_> = task
@@ -360,6 +380,7 @@ impl InstructionGraphGenerator {
 
     /// Step 4 for buffer `bid`: applies the pending receives the task reads, drops discarded data
     /// from `up_to_date`, allocates, commits the receives and makes every chunk's memory coherent.
+    /// `needs_allocation`: the caller found a box not backed yet (so a resize follows).
     pub(super) fn satisfy_buffer_requirements(
         &mut self,
         bid: BufferId,
@@ -367,6 +388,7 @@ impl InstructionGraphGenerator {
         is_reduction_initializer: bool,
         chunks: &[LocalChunk],
         requirements: &[ChunkRequirements],
+        needs_allocation: bool,
     ) {
         let mut footprint =
             BufferFootprint::of(bid, task, is_reduction_initializer, chunks, requirements);
@@ -396,10 +418,11 @@ impl InstructionGraphGenerator {
         // reduction, the discarded region is what the chunks write without reading plus the
         // receives applied now, and the receives and the chunks' writes overwrite all of it before
         // anything but a resize looks at it: without a resize the marking is skipped.
-        let resizes = required.iter().any(|(mid, boxes)| {
-            let memory = &buffer.memories[mid.0 as usize];
-            boxes.iter().any(|b| !memory.is_allocated_contiguously(b))
-        });
+        let resizes = needs_allocation
+            || required.iter().any(|(mid, boxes)| {
+                let memory = &buffer.memories[mid.0 as usize];
+                boxes.iter().any(|b| !memory.is_allocated_contiguously(b))
+            });
         if resizes || task.reductions().iter().any(|r| r.bid == bid) {
             buffer
                 .up_to_date
@@ -430,6 +453,50 @@ impl InstructionGraphGenerator {
         }
         self.applied_receives = applied;
         self.establish_coherence(bid, &reads_by_memory);
+    }
+
+    /// Step 4 for buffer `bid` of a task of one chunk (its requirements `r`), when nothing needs
+    /// allocating or receiving: no reduction of `bid`, no pending receive, and every box the
+    /// chunk needs is backed by one allocation of its memory (a chained task after the first).
+    /// Then nothing is discarded but what the chunk writes without reading, which no resize
+    /// will copy, and what it consumes is what it reads, so only the uninitialised-read report
+    /// and the coherence of what the chunk reads remain, without the footprint of
+    /// [`Self::satisfy_buffer_requirements`]. Otherwise does nothing and says why.
+    fn satisfy_backed_requirements(
+        &mut self,
+        bid: BufferId,
+        task: &Task,
+        chunk: &LocalChunk,
+        r: &ChunkRequirements,
+    ) -> Backing {
+        let buffer = &self.buffers[&bid];
+        if !buffer.pending_receives.is_empty() || task.reductions().iter().any(|r| r.bid == bid) {
+            return Backing::General;
+        }
+        let b = r.buffer(bid);
+        let memory = &buffer.memories[chunk.memory.0 as usize];
+        if !b
+            .contiguous
+            .iter()
+            .all(|c| memory.is_allocated_contiguously(c))
+        {
+            return Backing::NeedsAllocation;
+        }
+        if self.policies.uninitialized_read != ErrorPolicy::Ignore {
+            self.report_uninitialized_reads(bid, task, &b.reads);
+        }
+        if b.reads.is_empty() {
+            return Backing::Satisfied;
+        }
+        let buffer = &self.buffers[&bid];
+        if reader_up_to_date(&buffer.up_to_date, chunk.memory, &b.reads) {
+            debug_assert!(self.finds_nothing_to_copy(bid, chunk.memory, &b.reads));
+        } else {
+            let mut reads_by_memory: ReadsByMemory = PerMemory::new();
+            reads_by_memory.entry(chunk.memory).push(b.reads.clone());
+            self.copy_to_readers(bid, &reads_by_memory);
+        }
+        Backing::Satisfied
     }
 
     /// Moves the pending receives of `bid` that the task consumes into `applied` (their boxes

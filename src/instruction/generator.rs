@@ -442,7 +442,14 @@ impl InstructionGraphGenerator {
                     execution_box: unit,
                 };
                 let requirements = super::requirements::ChunkRequirements::new(task, &unit, &[bid]);
-                self.satisfy_buffer_requirements(bid, task, false, &[chunk], &[requirements]);
+                self.satisfy_buffer_requirements(
+                    bid,
+                    task,
+                    false,
+                    &[chunk],
+                    &[requirements],
+                    false,
+                );
                 let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
                 let host = buffer.memories[MemoryId::HOST.0 as usize].contiguous_mut(&fence_box);
                 let c = self.em.create(
