@@ -251,8 +251,14 @@ impl<T: Clone + PartialEq> RegionMap<T> {
 
     /// Sets every point of the region (clamped to the extent) to `value`.
     pub fn update_region(&mut self, r: &Region, value: T) {
-        for b in r.boxes() {
-            self.update_box(b, value.clone());
+        match r.boxes() {
+            // one box (the usual case): the value moves in, without a clone
+            [b] => self.update_box(b, value),
+            boxes => {
+                for b in boxes {
+                    self.update_box(b, value.clone());
+                }
+            }
         }
     }
 

@@ -544,6 +544,17 @@ impl InstructionGraphGenerator {
     /// Reports the part of `read` (consumed, not discarded) that no memory holds.
     fn report_uninitialized_reads(&mut self, bid: BufferId, task: &Task, read: &Region) {
         let buffer = &self.buffers[&bid];
+        if buffer.up_to_date.len() == 1 {
+            // one mask for the whole buffer (a buffer written whole): initialised everywhere or
+            // nowhere, without a query
+            let mut initialized = false;
+            buffer
+                .up_to_date
+                .for_each(|_, mask| initialized = !mask.is_empty());
+            if initialized || read.is_empty() {
+                return;
+            }
+        }
         // a query without collecting: the builder normalises the boxes anyway
         let mut uninitialized = RegionBuilder::new();
         buffer.up_to_date.query_region(read, |b, mask| {
@@ -700,6 +711,9 @@ impl InstructionGraphGenerator {
                 let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
                 let read_only = if writes.is_empty() {
                     Cow::Borrowed(*reads)
+                } else if **writes == **reads {
+                    // a chained task rewrites what it reads: nothing is only read
+                    Cow::Owned(Region::new())
                 } else {
                     Cow::Owned(reads.difference(writes))
                 };

@@ -86,6 +86,8 @@ impl ChunkRequirements {
 fn accumulate(acc: &mut Option<Region>, region: &Region) {
     *acc = Some(match acc.take() {
         None => region.clone(),
+        // the same elements read (or written) by two accesses: no union
+        Some(r) if r == *region => r,
         Some(r) => r.union(region),
     });
 }
