@@ -180,6 +180,14 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         if b.is_empty() {
             return;
         }
+        if self.len == 1 && b == self.extent {
+            // One entry over the whole extent, all of it changed (an allocation read whole): in
+            // place, without a query, and no neighbour to merge with.
+            if let Some(v) = self.entries.single_value_mut() {
+                f(v);
+                return;
+            }
+        }
         // Entries inside `b` change in place during the query (the tree's shape stays); entries
         // reaching out of it keep their new value (`Some`) until they are cut, in query order.
         let mut changes: SmallVec<[(GridBox, Option<T>); 4]> = SmallVec::new();
