@@ -11,9 +11,10 @@ use smallvec::SmallVec;
 
 use crate::comm::{OutboundPilot, PilotMessage};
 use crate::grid::{GridBox, Region};
-use crate::types::{IdSet, InstructionId, MessageId, NodeId, TransferId};
+use crate::types::{InstructionId, MessageId, NodeId, TransferId};
 
 use super::buffer_state::{AccessFront, BufferAllocation, FrontMode};
+use super::execution_front::ExecutionFront;
 use super::instruction::{Instruction, InstructionKind};
 use super::recorder::{DependencyOrigin, InstructionRecord, InstructionRecorder, RecordDetail};
 
@@ -54,7 +55,7 @@ pub(crate) struct Emitter {
     /// Added to every created instruction's kind priority.
     pub base_priority: i32,
     /// Instructions nothing depends on yet.
-    execution_front: IdSet<InstructionId>,
+    execution_front: ExecutionFront,
     /// The current epoch (or applied horizon) new unanchored instructions depend on.
     pub last_epoch: InstructionId,
     recorder: Option<InstructionRecorder>,
@@ -68,7 +69,7 @@ impl Emitter {
             batch: Vec::new(),
             pilots: Vec::new(),
             base_priority: 0,
-            execution_front: IdSet::default(),
+            execution_front: ExecutionFront::default(),
             last_epoch: InstructionId(0),
             recorder,
         }
@@ -148,7 +149,7 @@ impl Emitter {
                 pending.origins.push(origin);
             }
         }
-        self.execution_front.remove(&to);
+        self.execution_front.remove(to);
     }
 
     /// Makes `from` depend on every instruction of `front` (an alloc front counts as allocation
@@ -255,13 +256,7 @@ impl Emitter {
 
     /// Makes `horizon_or_epoch` depend on the whole execution front, which becomes just it.
     pub fn collapse_execution_front_to(&mut self, horizon_or_epoch: InstructionId) {
-        let mut front: Vec<InstructionId> = self
-            .execution_front
-            .iter()
-            .copied()
-            .filter(|&i| i != horizon_or_epoch)
-            .collect();
-        front.sort_unstable();
+        let front = self.execution_front.collapse_to(horizon_or_epoch);
         let recording = self.is_recording();
         let pending = self.pending_mut(horizon_or_epoch);
         if recording {
@@ -270,8 +265,6 @@ impl Emitter {
                 .extend(front.iter().map(|_| DependencyOrigin::ExecutionFront));
         }
         pending.dependencies_mut().extend(front);
-        self.execution_front.clear();
-        self.execution_front.insert(horizon_or_epoch);
     }
 
     /// Hands out the batch: instructions in id (= topological) order and pilots.

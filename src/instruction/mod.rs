@@ -13,6 +13,7 @@ pub mod buffer_state;
 pub mod coherence;
 mod emitter;
 pub mod execution;
+mod execution_front;
 mod fence;
 pub mod generator;
 #[expect(clippy::module_inception)]
