@@ -36,7 +36,7 @@ impl InstructionGraphGenerator {
         if required.is_empty() {
             return;
         }
-        let buffer = self.buffers.get(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get(bid).expect("unknown buffer");
         let memory = &buffer.memories[mid.0 as usize];
         debug_assert!(
             required
@@ -46,7 +46,7 @@ impl InstructionGraphGenerator {
         if required.iter().all(|b| memory.is_allocated_contiguously(b)) {
             return;
         }
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
         let (mut sources, new_boxes) =
             plan_grown_allocations(&mut buffer.memories[mid.0 as usize], required);
         let new_allocations: Vec<BufferAllocation> = new_boxes
@@ -68,7 +68,7 @@ impl InstructionGraphGenerator {
         sources: &mut [BufferAllocation],
     ) -> BufferAllocation {
         let aid = self.new_allocation_id(mid);
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
         let (elem_size, elem_align) = (buffer.elem_size, buffer.elem_align);
         let alloc = self.em.create(
             InstructionKind::Alloc {
@@ -129,7 +129,7 @@ impl InstructionGraphGenerator {
     /// Frees every replaced allocation after its last accesses (the resize copies joined its
     /// read front).
     fn free_resized_allocations(&mut self, bid: BufferId, sources: &[BufferAllocation]) {
-        let elem_size = self.buffers[&bid].elem_size;
+        let elem_size = self.buffers[bid].elem_size;
         for source in sources {
             let b = source.allocated_box;
             let free = self.em.create(
@@ -158,7 +158,7 @@ impl InstructionGraphGenerator {
         mid: MemoryId,
         new_allocations: Vec<BufferAllocation>,
     ) {
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
         let memory = &mut buffer.memories[mid.0 as usize];
         memory.total_allocations += new_allocations.len();
         memory.allocations.extend(new_allocations);

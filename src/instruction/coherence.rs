@@ -121,7 +121,7 @@ impl InstructionGraphGenerator {
     /// Copies whatever the readers in `reads_by_memory` lack into their
     /// memories. The destination allocations must exist.
     pub(super) fn establish_coherence(&mut self, bid: BufferId, reads_by_memory: &ReadsByMemory) {
-        let buffer = self.buffers.get(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get(bid).expect("unknown buffer");
         if readers_up_to_date(&buffer.up_to_date, reads_by_memory) {
             // the usual case (a task reading what the previous one wrote there): the full
             // collection below, with its groups and maps, would find nothing to copy
@@ -144,20 +144,20 @@ impl InstructionGraphGenerator {
     ) -> bool {
         let mut reads_by_memory = ReadsByMemory::new();
         reads_by_memory.entry(dest).push(read.clone());
-        let needs = collect_copy_needs(&self.buffers[&bid], &self.system, &reads_by_memory);
+        let needs = collect_copy_needs(&self.buffers[bid], &self.system, &reads_by_memory);
         needs.direct.is_empty() && needs.staged.is_empty()
     }
 
     /// [`Self::establish_coherence`] without the early-out check, for a caller that made it.
     pub(super) fn copy_to_readers(&mut self, bid: BufferId, reads_by_memory: &ReadsByMemory) {
-        let buffer = self.buffers.get(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get(bid).expect("unknown buffer");
         let needs = collect_copy_needs(buffer, &self.system, reads_by_memory);
         if needs.direct.is_empty() && needs.staged.is_empty() {
             return;
         }
         let plans = plan_copy_trees(buffer, needs, self.memories.len());
         self.emit_copy_trees(bid, &plans);
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
         mark_up_to_date(buffer, reads_by_memory);
     }
 
@@ -413,7 +413,7 @@ impl Emission<'_> {
     fn resolve(&self, location: Location) -> (AllocationId, CopyLayout, bool) {
         match location {
             Location::InBuffer(aid) => {
-                let buffer = &self.generator.buffers[&self.bid];
+                let buffer = &self.generator.buffers[self.bid];
                 let b = buffer.memories[aid.memory().0 as usize]
                     .allocation(aid)
                     .allocated_box;
@@ -449,7 +449,7 @@ impl Emission<'_> {
         } else {
             CopyOrigin::Staging
         };
-        let buffer = g.buffers.get_mut(&bid).expect("unknown buffer");
+        let buffer = g.buffers.get_mut(bid).expect("unknown buffer");
         let copy = g.em.create(
             InstructionKind::Copy {
                 source: source_aid,

@@ -363,7 +363,7 @@ impl InstructionGraphGenerator {
             .map(|(bid, overlap)| {
                 let label = BufferLabel {
                     id: *bid,
-                    name: self.buffers.get(bid).and_then(|b| b.name.as_deref()),
+                    name: self.buffers.get(*bid).and_then(|b| b.name.as_deref()),
                 };
                 format!("{label} {}", fmt_region(overlap))
             })
@@ -413,7 +413,7 @@ impl InstructionGraphGenerator {
         if footprint.include_current_value {
             reads_by_memory.entry(host).push(SCALAR_BOX.into());
         }
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
         // Discarded data is marked as up to date nowhere, so that resizes do not copy it. Without a
         // reduction, the discarded region is what the chunks write without reading plus the
         // receives applied now, and the receives and the chunks' writes overwrite all of it before
@@ -469,7 +469,7 @@ impl InstructionGraphGenerator {
         chunk: &LocalChunk,
         r: &ChunkRequirements,
     ) -> Backing {
-        let buffer = &self.buffers[&bid];
+        let buffer = &self.buffers[bid];
         if !buffer.pending_receives.is_empty() || task.reductions().iter().any(|r| r.bid == bid) {
             return Backing::General;
         }
@@ -488,7 +488,7 @@ impl InstructionGraphGenerator {
         if b.reads.is_empty() {
             return Backing::Satisfied;
         }
-        let buffer = &self.buffers[&bid];
+        let buffer = &self.buffers[bid];
         if reader_up_to_date(&buffer.up_to_date, chunk.memory, &b.reads) {
             debug_assert!(self.finds_nothing_to_copy(bid, chunk.memory, &b.reads));
         } else {
@@ -510,7 +510,7 @@ impl InstructionGraphGenerator {
     ) -> Region {
         let mut discarded = RegionBuilder::new();
         discarded.add_region(&footprint.accessed.difference(&footprint.consumed));
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
         if buffer.pending_receives.is_empty() {
             return discarded.into_region();
         }
@@ -543,7 +543,7 @@ impl InstructionGraphGenerator {
 
     /// Reports the part of `read` (consumed, not discarded) that no memory holds.
     fn report_uninitialized_reads(&mut self, bid: BufferId, task: &Task, read: &Region) {
-        let buffer = &self.buffers[&bid];
+        let buffer = &self.buffers[bid];
         if buffer.up_to_date.len() == 1 {
             // one mask for the whole buffer (a buffer written whole): initialised everywhere or
             // nowhere, without a query
@@ -594,7 +594,7 @@ impl InstructionGraphGenerator {
         let mut recorded = Vec::new();
         for i in 0..access_map.num_accesses() {
             let (bid, mode) = access_map.nth_access(i);
-            let buffer = &self.buffers[&bid];
+            let buffer = &self.buffers[bid];
             let region = &requirements.accesses[i];
             let accessed_box = region.bounding_box();
             accesses.push(if accessed_box.is_empty() {
@@ -622,7 +622,7 @@ impl InstructionGraphGenerator {
         }
         let mut reductions = Vec::with_capacity(task.reductions().len());
         for r in task.reductions() {
-            let buffer = &self.buffers[&r.bid];
+            let buffer = &self.buffers[r.bid];
             let allocation = buffer.memories[mem].contiguous(&SCALAR_BOX);
             reductions.push(BufferAccessAllocation {
                 allocation: allocation.aid,
@@ -687,7 +687,7 @@ impl InstructionGraphGenerator {
 
         for (i, (bid, reads, writes, bounds)) in &sets {
             let (c, instruction) = (&chunks[*i], instructions[*i]);
-            let buffer = &self.buffers[bid];
+            let buffer = &self.buffers[*bid];
             let touched = buffer.memories[c.memory.0 as usize]
                 .allocations
                 .iter()
@@ -708,7 +708,7 @@ impl InstructionGraphGenerator {
             // A single writer: reads of written elements are superseded by the write, and the
             // write is atomic, which needs half the tracking updates of the general case.
             for (_, (bid, reads, writes, bounds)) in &sets {
-                let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
+                let buffer = self.buffers.get_mut(*bid).expect("unknown buffer");
                 let read_only = if writes.is_empty() {
                     Cow::Borrowed(*reads)
                 } else if **writes == **reads {
@@ -728,14 +728,14 @@ impl InstructionGraphGenerator {
         }
         for (i, (bid, _, writes, bounds)) in &sets {
             let c = &chunks[*i];
-            let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
+            let buffer = self.buffers.get_mut(*bid).expect("unknown buffer");
             for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
                 allocation.begin_concurrent_writes(&clip(writes, &allocation.allocated_box));
             }
         }
         for (i, (bid, reads, writes, bounds)) in &sets {
             let (c, instruction) = (&chunks[*i], instructions[*i]);
-            let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
+            let buffer = self.buffers.get_mut(*bid).expect("unknown buffer");
             for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
                 let b = allocation.allocated_box;
                 allocation.track_concurrent_read(&clip(reads, &b), instruction);
@@ -754,7 +754,7 @@ impl InstructionGraphGenerator {
             return false;
         }
         task.access_map().accessed_buffers().all(|bid| {
-            let buffer = &self.buffers[&bid];
+            let buffer = &self.buffers[bid];
             let whole = GridBox::full_range(buffer.range);
             let backs =
                 |mid: MemoryId| buffer.memories[mid.0 as usize].is_allocated_contiguously(&whole);
@@ -798,7 +798,7 @@ impl InstructionGraphGenerator {
             None => required.push(((bid, mid), boxes.iter().copied().collect())),
         };
         for bid in access_map.accessed_buffers() {
-            let buffer = &self.buffers[&bid];
+            let buffer = &self.buffers[bid];
             let whole = GridBox::full_range(buffer.range);
             for c in &chunks {
                 if buffer.memories[c.memory.0 as usize].is_allocated_contiguously(&whole) {
@@ -823,7 +823,7 @@ impl InstructionGraphGenerator {
         let mut would_allocate = false;
         for ((bid, mid), boxes) in required {
             let memory =
-                &mut self.buffers.get_mut(&bid).expect("unknown buffer").memories[mid.0 as usize];
+                &mut self.buffers.get_mut(bid).expect("unknown buffer").memories[mid.0 as usize];
             let mut grew = false;
             for b in boxes {
                 if memory.is_allocated_contiguously(&b)

@@ -26,7 +26,7 @@ impl InstructionGraphGenerator {
         fence_box: &GridBox,
         user_allocation: AllocationId,
     ) -> Option<InstructionId> {
-        let buffer = self.buffers.get(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get(bid).expect("unknown buffer");
         if !buffer.pending_receives.is_empty() || !buffer.pending_gathers.is_empty() {
             return None;
         }
@@ -51,7 +51,7 @@ impl InstructionGraphGenerator {
                 .map(|index| (memory, index))
         })?;
         let elem_size = buffer.elem_size;
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
         let source = &mut buffer.memories[memory.0 as usize].allocations[index];
         let copy = self.em.create(
             InstructionKind::Copy {

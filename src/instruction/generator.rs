@@ -31,6 +31,7 @@ use crate::comm::OutboundPilot;
 use crate::command::{Command, CommandKind};
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::{GridBox, Range};
+use crate::id_table::IdTable;
 use crate::policy::ErrorPolicy;
 use crate::task::{EpochAction, Task};
 use crate::types::{
@@ -107,7 +108,7 @@ pub struct InstructionGraphGenerator {
     pub(super) policies: Policies,
     pub(super) last_horizon: Option<InstructionId>,
     pub(super) memories: Vec<MemoryState>,
-    pub(super) buffers: IdMap<BufferId, BufferState>,
+    pub(super) buffers: IdTable<BufferId, BufferState>,
     pub(super) host_objects: IdMap<HostObjectId, HostObjectState>,
     pub(super) collective_groups: IdMap<CollectiveGroupId, InstructionId>,
     pub(super) unreferenced_user_allocations: Vec<AllocationId>,
@@ -144,7 +145,7 @@ impl InstructionGraphGenerator {
             policies,
             last_horizon: None,
             memories: vec![MemoryState::default(); num_memories],
-            buffers: IdMap::default(),
+            buffers: IdTable::default(),
             host_objects: IdMap::default(),
             collective_groups: IdMap::default(),
             unreferenced_user_allocations: Vec::new(),
@@ -192,7 +193,7 @@ impl InstructionGraphGenerator {
 
     /// Sets a buffer's debug name.
     pub fn notify_buffer_name_changed(&mut self, bid: BufferId, name: &str) {
-        if let Some(b) = self.buffers.get_mut(&bid) {
+        if let Some(b) = self.buffers.get_mut(bid) {
             b.name = Some(name.to_owned());
         }
     }
@@ -200,7 +201,7 @@ impl InstructionGraphGenerator {
     /// Frees every allocation of a buffer once its last accesses are done; its user allocation
     /// becomes garbage of the next horizon or epoch.
     pub fn notify_buffer_destroyed(&mut self, bid: BufferId) -> Batch {
-        let buffer = self.buffers.remove(&bid).expect("unknown buffer");
+        let buffer = self.buffers.remove(bid).expect("unknown buffer");
         for (mid, memory) in buffer.memories.iter().enumerate() {
             for allocation in &memory.allocations {
                 if mid == MemoryId::USER.0 as usize {
@@ -450,7 +451,7 @@ impl InstructionGraphGenerator {
                     &[requirements],
                     false,
                 );
-                let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+                let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
                 let host = buffer.memories[MemoryId::HOST.0 as usize].contiguous_mut(&fence_box);
                 let c = self.em.create(
                     InstructionKind::Copy {

@@ -36,7 +36,7 @@ impl InstructionGraphGenerator {
             }
             self.em.base_priority = priority::PUSH_BASE_PRIORITY;
 
-            let buffer = &self.buffers[&bid];
+            let buffer = &self.buffers[bid];
             let mut by_writer: BoxGroups<InstructionId> = BoxGroups::new();
             let mut required = BoxVec::new();
             for (b, w) in buffer.original_writers.get_region_values(region) {
@@ -51,7 +51,7 @@ impl InstructionGraphGenerator {
             self.establish_coherence(bid, &reads);
             let send_regions = std::mem::take(reads.entry(MemoryId::HOST));
 
-            let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+            let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
             let (range, elem_size) = (buffer.range, buffer.elem_size);
             let host = &mut buffer.memories[MemoryId::HOST.0 as usize];
             for send_region in &send_regions {

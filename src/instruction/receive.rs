@@ -49,7 +49,7 @@ impl InstructionGraphGenerator {
         }
         let buffer = self
             .buffers
-            .get_mut(&transfer.buffer)
+            .get_mut(transfer.buffer)
             .expect("unknown buffer");
         debug_assert!(
             buffer
@@ -86,7 +86,7 @@ impl InstructionGraphGenerator {
             buffer: bid,
             reduction: ReductionId::NONE,
         };
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
         let elem_size = buffer.elem_size;
         let host = &mut buffer.memories[MemoryId::HOST.0 as usize];
         let mut allocations: SmallVec<[usize; 2]> = SmallVec::new();

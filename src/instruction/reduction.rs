@@ -47,7 +47,7 @@ impl InstructionGraphGenerator {
         let bid = reduction.bid;
         let include_value = reduction.init_from_buffer && is_initializer;
         let (elem_size, elem_align) = {
-            let b = &self.buffers[&bid];
+            let b = &self.buffers[bid];
             (b.elem_size, b.elem_align)
         };
         let mut local = LocalReduction {
@@ -70,7 +70,7 @@ impl InstructionGraphGenerator {
         );
         local.gather = Some((gather_aid, alloc));
         if include_value {
-            let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+            let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
             let source = buffer.memories[MemoryId::HOST.0 as usize].contiguous_mut(&SCALAR_BOX);
             let after = (alloc, DependencyOrigin::AllocationLifetime);
             create_gather_copy(&mut self.em, bid, source, gather_aid, 0, elem_size, after);
@@ -89,7 +89,7 @@ impl InstructionGraphGenerator {
             return;
         };
         let bid = reduction.bid;
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
         let elem_size = buffer.elem_size;
         let mut copies = Vec::with_capacity(chunks.len());
         for (j, c) in chunks.iter().enumerate() {
@@ -128,7 +128,7 @@ impl InstructionGraphGenerator {
         debug_assert!(self.num_nodes > 1, "reduction command on a single node");
         let bid = reduction.bid;
         let num_nodes = self.num_nodes;
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
         let gather = buffer
             .pending_gathers
             .iter()
@@ -161,7 +161,7 @@ impl InstructionGraphGenerator {
 
         let mut inputs = SmallVec::<[InstructionId; 2]>::new();
         if has_local_contribution {
-            let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+            let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
             let location = buffer.up_to_date.get_box_values(&SCALAR_BOX)[0].1;
             // prefer host memory, then the next memory holding it
             let num_memories = buffer.memories.len() as u64;
@@ -201,7 +201,7 @@ impl InstructionGraphGenerator {
         inputs.insert(0, gather_receive);
 
         self.allocate_contiguously(bid, MemoryId::HOST, std::iter::once(SCALAR_BOX).collect());
-        let buffer = self.buffers.get_mut(&bid).expect("unknown buffer");
+        let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
         create_reduce_and_free(
             &mut self.em,
             buffer,

@@ -167,7 +167,7 @@ fn long_runs_keep_the_tracking_state_bounded() {
         );
         ctx.host(&[256], CommandGroup::new().read(buf, RangeMapper::All));
     }
-    let state = &ctx.iggen.buffers[&buf];
+    let state = &ctx.iggen.buffers[buf];
     let writers = state.original_writers.len();
     let mut fronts = 0;
     for m in &state.memories {
