@@ -27,6 +27,13 @@ impl Clone for Region {
             boxes: BoxVec::from_slice(&self.boxes),
         }
     }
+
+    /// Reuses the storage of `self` (a record evaluated again in place).
+    #[inline]
+    fn clone_from(&mut self, source: &Self) {
+        self.boxes.clear();
+        self.boxes.extend_from_slice(&source.boxes);
+    }
 }
 
 impl Region {
@@ -36,6 +43,12 @@ impl Region {
         Region {
             boxes: BoxVec::new(),
         }
+    }
+
+    /// Makes the region empty, keeping its storage.
+    #[inline]
+    pub fn clear(&mut self) {
+        self.boxes.clear();
     }
 
     /// The points of one box (empty if the box is).

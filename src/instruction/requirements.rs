@@ -47,30 +47,41 @@ impl ChunkRequirements {
             (0..access_map.num_accesses())
                 .map(|i| access_map.requirements_for_nth_access(i, chunk)),
         );
-        self.buffers.clear();
-        for &bid in bids {
-            let mut reads: Option<Region> = None;
-            let mut writes: Option<Region> = None;
-            let mut contiguous = BoxVec::new();
+        // the records of the previous evaluation are overwritten in place: moving a fresh one
+        // in copied its few hundred bytes per buffer
+        self.buffers.truncate(bids.len());
+        for (k, &bid) in bids.iter().enumerate() {
+            if k == self.buffers.len() {
+                self.buffers.push(BufferRequirements {
+                    bid,
+                    reads: Region::new(),
+                    writes: Region::new(),
+                    contiguous: BoxVec::new(),
+                });
+            }
+            let slot = &mut self.buffers[k];
+            slot.bid = bid;
+            slot.contiguous.clear();
+            let (mut any_read, mut any_write) = (false, false);
             for (i, region) in self.accesses.iter().enumerate() {
                 let (b, mode) = access_map.nth_access(i);
                 if b != bid || region.is_empty() {
                     continue;
                 }
-                contiguous.push(region.bounding_box());
+                slot.contiguous.push(region.bounding_box());
                 if mode.is_consumer() {
-                    accumulate(&mut reads, region);
+                    accumulate(&mut slot.reads, &mut any_read, region);
                 }
                 if mode.is_producer() {
-                    accumulate(&mut writes, region);
+                    accumulate(&mut slot.writes, &mut any_write, region);
                 }
             }
-            self.buffers.push(BufferRequirements {
-                bid,
-                reads: reads.unwrap_or_default(),
-                writes: writes.unwrap_or_default(),
-                contiguous,
-            });
+            if !any_read {
+                slot.reads.clear();
+            }
+            if !any_write {
+                slot.writes.clear();
+            }
         }
     }
 
@@ -83,11 +94,13 @@ impl ChunkRequirements {
     }
 }
 
-fn accumulate(acc: &mut Option<Region>, region: &Region) {
-    *acc = Some(match acc.take() {
-        None => region.clone(),
-        // the same elements read (or written) by two accesses: no union
-        Some(r) if r == *region => r,
-        Some(r) => r.union(region),
-    });
+/// Adds `region` to `acc`, which holds a stale value until `any` is set.
+fn accumulate(acc: &mut Region, any: &mut bool, region: &Region) {
+    if !*any {
+        acc.clone_from(region);
+        *any = true;
+    } else if *acc != *region {
+        // (the same elements read or written by two accesses need no union)
+        *acc = acc.union(region);
+    }
 }
