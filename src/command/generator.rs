@@ -507,12 +507,7 @@ impl CommandGraphGenerator {
         } else {
             self.compute_pushable_requirements(task, &assignment, &mut reqs);
         }
-        self.validate(
-            task,
-            &assignment.chunks,
-            &reqs,
-            pending.then_some(&touched[..]),
-        )?;
+        self.validate(task, &assignment, &reqs, pending.then_some(&touched[..]))?;
 
         if pending {
             self.resolve_pending_reductions(task, &reqs, &touched);
