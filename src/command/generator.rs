@@ -154,10 +154,11 @@ impl CommandGraphGenerator {
             } else {
                 Region::new()
             };
+        // replicated: every node holds the initial contents, none pushes them
         let state = BufferState::new(
             range,
-            WriteState::new(self.epoch_for_new_commands, false),
-            Replication::everywhere(GridBox::full_range(range)),
+            WriteState::new(self.epoch_for_new_commands, true),
+            Replication::nowhere(),
             initialized,
         );
         self.buffers.insert(bid, state);
