@@ -386,11 +386,15 @@ impl CommandGraphGenerator {
             let entry = self.table.get(writer);
             let before = targets.len();
             for &dependent in &entry.true_dependents {
+                if dependent == write_cmd {
+                    continue;
+                }
+                // one look-up of the dependent's entry for both tests
                 let d = self.table.get(dependent);
                 if d.is_task_command && d.task == task {
                     continue;
                 }
-                if dependent != write_cmd && self.table.reads_intersect(dependent, bid, region) {
+                if d.reads_intersect(bid, region) {
                     targets.push(dependent);
                 }
             }

@@ -114,6 +114,14 @@ pub(super) fn slot<K: PartialEq + Copy, V>(
     }
 }
 
+/// Adds `written` to a buffer's initialised region; after its first writes a buffer is usually
+/// initialised where it is written again, and the coverage test is cheaper than the union.
+fn extend_initialized(initialized: &mut Region, written: &Region) {
+    if !initialized.covers(written) {
+        *initialized = initialized.union(written);
+    }
+}
+
 impl CommandGraphGenerator {
     /// One push per buffer: for every remote chunk's consumed region, the parts this node
     /// produced (fresh, not replicated) that the target does not hold yet.
@@ -291,7 +299,7 @@ impl CommandGraphGenerator {
                 for (bid, _, produced) in task.access_map().task_regions() {
                     if !produced.is_empty() {
                         let buffer = self.buffers.get_mut(bid).expect("validated");
-                        buffer.initialized = buffer.initialized.union(produced);
+                        extend_initialized(&mut buffer.initialized, produced);
                     }
                 }
             }
@@ -315,7 +323,7 @@ impl CommandGraphGenerator {
             }
             let buffer = self.buffers.get_mut(bid).expect("validated");
             if track_init {
-                buffer.initialized = buffer.initialized.union(global_writes);
+                extend_initialized(&mut buffer.initialized, global_writes);
             }
             // fresh data of older writers: the remote writes (local writes have new writers)
             let mut fresh: SmallVec<[(GridBox, WriteState); 4]> = SmallVec::new();
