@@ -164,13 +164,14 @@ impl CommandGraphGenerator {
                         }
                     }),
                 }
-                let buffer = self.buffers.get_mut(*bid).expect("validated");
+                // the pieces are disjoint, so what one of them sends does not change what the
+                // others miss: the target's whole region is added to the replication once the
+                // push is built (one union per target instead of one per piece)
                 for &(b, ws) in &pushable {
                     let missing = buffer.replicated.missing_on(nid, &b);
                     if missing.is_empty() {
                         continue;
                     }
-                    buffer.replicated.add(nid, &missing);
                     let pos = match per_buffer.iter().position(|p| p.bid == *bid) {
                         Some(pos) => pos,
                         None => {
@@ -204,6 +205,14 @@ impl CommandGraphGenerator {
         for mut scratch in per_buffer.drain(..) {
             scratch.finish_last_target();
             let targets = std::mem::take(&mut scratch.targets);
+            let replicated = &mut self
+                .buffers
+                .get_mut(scratch.bid)
+                .expect("validated")
+                .replicated;
+            for (nid, region) in &targets {
+                replicated.add(*nid, region);
+            }
             let transfer = TransferId {
                 consumer: task.id(),
                 buffer: scratch.bid,
