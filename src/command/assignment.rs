@@ -85,6 +85,9 @@ pub(super) struct Assignment {
     /// The chunks follow each other along dimension 0 with equal extents in the others (a 1-D
     /// split), so the box from the first to the last chunk of a run covers exactly the run.
     sequence_along_dim0: bool,
+    /// The task's iteration space less the local chunks (what the overlapping-write check tests
+    /// the local writes against), once per task shape instead of a region difference per task.
+    pub remote_space: Region,
 }
 
 impl Assignment {
@@ -92,12 +95,24 @@ impl Assignment {
         let local_chunks: SmallVec<[usize; 1]> = (0..chunks.len())
             .filter(|&i| chunks[i].node == local)
             .collect();
+        let local_space = Region::from_boxes(local_chunks.iter().map(|&i| chunks[i].chunk));
         Assignment {
             local_spans_task: matches!(local_chunks[..], [i] if chunks[i].chunk == *task),
+            remote_space: Region::from_box(*task).difference(&local_space),
             local: local_chunks,
             sequence_along_dim0: !chunks.is_empty() && is_sequence_along_dim0(&chunks),
             chunks,
         }
+    }
+
+    /// The local node's chunks.
+    pub fn local_chunks(&self) -> impl Iterator<Item = &GridBox> + '_ {
+        self.local.iter().map(|&i| &self.chunks[i].chunk)
+    }
+
+    /// Whether the local node has one chunk, and it spans the task.
+    pub fn local_spans_task(&self) -> bool {
+        self.local_spans_task
     }
 
     /// Whether some chunk runs on another node.

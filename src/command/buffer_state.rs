@@ -13,8 +13,8 @@ use crate::types::CommandId;
 ///
 /// * *fresh*: this node holds the newest version (cleared once another node writes it; the
 ///   command is kept so anti-dependencies still find the old readers);
-/// * *replicated*: the version was received (await-push), so this node is not its original
-///   producer and never forwards it.
+/// * *replicated*: this node is not the version's original producer and never forwards it: it
+///   received it (await-push), or it is the buffer's initial contents, which every node holds.
 #[derive(Copy, Clone, PartialEq, Eq, Hash)]
 pub struct WriteState(u64);
 
@@ -102,8 +102,8 @@ pub(super) struct BufferState {
 
 impl BufferState {
     /// A buffer last written by `writer` everywhere, with the given replication (a new buffer's
-    /// contents count as fresh and held everywhere, so that neither host-initialised nor
-    /// uninitialised data is ever transferred).
+    /// contents count as fresh and replicated, held everywhere, so that neither host-initialised
+    /// nor uninitialised data is ever transferred).
     pub fn new(
         range: Range,
         writer: WriteState,

@@ -2,7 +2,9 @@
 //! chunks, reads of uninitialised data, and reductions read by a strict subset of the nodes.
 //! All of them run before any state changes, so a failing `build_task` changes nothing.
 
-use super::assignment::{AssignedChunk, ChunkRequirements};
+use smallvec::SmallVec;
+
+use super::assignment::{Assignment, ChunkRequirements};
 use super::buffer_state::SCALAR_BOX;
 use super::generator::CommandGraphGenerator;
 use crate::error::{Error, ErrorKind, Result};
@@ -22,6 +24,52 @@ fn report(policy: ErrorPolicy, message: impl FnOnce() -> String) -> Result<()> {
         }
         ErrorPolicy::Error => Err(Error::new(ErrorKind::AccessPattern, message())),
     }
+}
+
+/// Whether no element is written by two chunks, the question [`overlapping_writes`] answers
+/// with the elements themselves: the local chunks' writes (taken from `reqs`, evaluated already)
+/// and those of the boxes of `remote` (the rest of the iteration space) are only tested against
+/// each other instead of united and intersected, and buffers the task does not write are
+/// skipped (at 4 nodes the full computation was a fifth of the command graph's work in jacobi).
+fn writes_are_disjoint(task: &Task, reqs: &ChunkRequirements, remote: &[GridBox]) -> bool {
+    let map = task.access_map();
+    let mut local: SmallVec<[&Region; 2]> = SmallVec::new();
+    let mut others: SmallVec<[Region; 2]> = SmallVec::new();
+    for bid in map.accessed_buffers() {
+        let written = map
+            .accesses()
+            .iter()
+            .any(|acc| acc.bid == bid && acc.mode.is_producer());
+        if !written {
+            continue;
+        }
+        local.clear();
+        for (_, mut requirements) in reqs.local_chunks(task) {
+            let Some((_, _, produced)) = requirements.find(|(b, _, _)| *b == bid) else {
+                continue;
+            };
+            if produced.is_empty() {
+                continue;
+            }
+            if local.iter().any(|other| other.intersects(produced)) {
+                return false;
+            }
+            local.push(produced);
+        }
+        others.clear();
+        for chunk in remote {
+            let w = map.compute_produced_region(bid, chunk);
+            if w.is_empty() {
+                continue;
+            }
+            let meets = |other: &Region| other.intersects(&w);
+            if local.iter().any(|o| meets(o)) || others.iter().any(meets) {
+                return false;
+            }
+            others.push(w);
+        }
+    }
+    true
 }
 
 /// Per buffer, the elements written by more than one of `chunks`.
@@ -56,7 +104,7 @@ impl CommandGraphGenerator {
     pub(super) fn validate(
         &self,
         task: &Task,
-        chunks: &[AssignedChunk],
+        assignment: &Assignment,
         reqs: &ChunkRequirements,
         pending: Option<&[BufferId]>,
     ) -> Result<()> {
@@ -70,7 +118,7 @@ impl CommandGraphGenerator {
             }
         }
         if self.policies.overlapping_write != ErrorPolicy::Ignore {
-            self.check_overlapping_writes(task, chunks)?;
+            self.check_overlapping_writes(task, assignment, reqs)?;
         }
         if self.policies.uninitialized_read != ErrorPolicy::Ignore {
             self.check_uninitialized_reads(task, reqs)?;
@@ -83,23 +131,27 @@ impl CommandGraphGenerator {
 
     /// Local chunks against each other and against the rest of the iteration space: every
     /// overlap is reported by at least one node, at linear cost per node.
-    fn check_overlapping_writes(&self, task: &Task, chunks: &[AssignedChunk]) -> Result<()> {
-        let mut boxes: BoxVec = chunks
-            .iter()
-            .filter(|c| c.node == self.local_nid)
-            .map(|c| c.chunk)
-            .collect();
-        if boxes.is_empty() {
+    fn check_overlapping_writes(
+        &self,
+        task: &Task,
+        assignment: &Assignment,
+        reqs: &ChunkRequirements,
+    ) -> Result<()> {
+        if assignment.local_chunks().next().is_none() {
             return Ok(());
         }
-        let global = task.geometry().global_box();
-        if boxes.len() == 1 && boxes[0] == global && task.reductions().is_empty() {
+        if assignment.local_spans_task() && task.reductions().is_empty() {
             // One chunk is the whole iteration space: nothing else can write.
             return Ok(());
         }
-        let local = Region::from_boxes(boxes.iter().copied());
-        let remote = Region::from_box(global).difference(&local);
-        boxes.extend(remote.boxes().iter().copied());
+        let remote = assignment.remote_space.boxes();
+        let mut boxes: BoxVec = assignment.local_chunks().copied().collect();
+        boxes.extend(remote.iter().copied());
+        // a reduction's scalar box is written by every chunk: the full computation tells
+        if task.reductions().is_empty() && writes_are_disjoint(task, reqs, remote) {
+            debug_assert!(overlapping_writes(task, &boxes).is_empty());
+            return Ok(());
+        }
         let overlaps = overlapping_writes(task, &boxes);
         if overlaps.is_empty() {
             return Ok(());
@@ -125,7 +177,12 @@ impl CommandGraphGenerator {
                 if consumed.is_empty() {
                     continue;
                 }
-                let missing = consumed.difference(&self.buffers[bid].initialized);
+                let initialized = &self.buffers[bid].initialized;
+                // the common case without building the difference
+                if initialized.covers(consumed) {
+                    continue;
+                }
+                let missing = consumed.difference(initialized);
                 if missing.is_empty() {
                     continue;
                 }

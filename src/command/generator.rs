@@ -154,10 +154,11 @@ impl CommandGraphGenerator {
             } else {
                 Region::new()
             };
+        // replicated: every node holds the initial contents, none pushes them
         let state = BufferState::new(
             range,
-            WriteState::new(self.epoch_for_new_commands, false),
-            Replication::everywhere(GridBox::full_range(range)),
+            WriteState::new(self.epoch_for_new_commands, true),
+            Replication::nowhere(),
             initialized,
         );
         self.buffers.insert(bid, state);
@@ -385,11 +386,15 @@ impl CommandGraphGenerator {
             let entry = self.table.get(writer);
             let before = targets.len();
             for &dependent in &entry.true_dependents {
+                if dependent == write_cmd {
+                    continue;
+                }
+                // one look-up of the dependent's entry for both tests
                 let d = self.table.get(dependent);
                 if d.is_task_command && d.task == task {
                     continue;
                 }
-                if dependent != write_cmd && self.table.reads_intersect(dependent, bid, region) {
+                if d.reads_intersect(bid, region) {
                     targets.push(dependent);
                 }
             }
@@ -507,12 +512,7 @@ impl CommandGraphGenerator {
         } else {
             self.compute_pushable_requirements(task, &assignment, &mut reqs);
         }
-        self.validate(
-            task,
-            &assignment.chunks,
-            &reqs,
-            pending.then_some(&touched[..]),
-        )?;
+        self.validate(task, &assignment, &reqs, pending.then_some(&touched[..]))?;
 
         if pending {
             self.resolve_pending_reductions(task, &reqs, &touched);

@@ -27,6 +27,18 @@ pub(super) struct Entry {
     pub reads: SmallVec<[(BufferId, GridBox); READS_INLINE]>,
 }
 
+impl Entry {
+    /// Whether the command reads part of `region` of `bid`.
+    #[inline]
+    pub fn reads_intersect(&self, bid: BufferId, region: &Region) -> bool {
+        let mut read = self.reads.iter().filter(|(b, _)| *b == bid).map(|(_, x)| x);
+        match region.boxes() {
+            [single] => read.any(|x| x.intersects(single)),
+            boxes => read.any(|x| boxes.iter().any(|y| x.intersects(y))),
+        }
+    }
+}
+
 /// Read boxes a command holds without a heap allocation.
 const READS_INLINE: usize = 3;
 
@@ -101,21 +113,6 @@ impl CommandTable {
             for b in region.boxes() {
                 reads.push((bid, *b));
             }
-        }
-    }
-
-    /// Whether `cmd` reads part of `region` of `bid`.
-    #[inline]
-    pub fn reads_intersect(&self, cmd: CommandId, bid: BufferId, region: &Region) -> bool {
-        let mut read = self
-            .get(cmd)
-            .reads
-            .iter()
-            .filter(|(b, _)| *b == bid)
-            .map(|(_, x)| x);
-        match region.boxes() {
-            [single] => read.any(|x| x.intersects(single)),
-            boxes => read.any(|x| boxes.iter().any(|y| x.intersects(y))),
         }
     }
 

@@ -114,6 +114,14 @@ pub(super) fn slot<K: PartialEq + Copy, V>(
     }
 }
 
+/// Adds `written` to a buffer's initialised region; after its first writes a buffer is usually
+/// initialised where it is written again, and the coverage test is cheaper than the union.
+fn extend_initialized(initialized: &mut Region, written: &Region) {
+    if !initialized.covers(written) {
+        *initialized = initialized.union(written);
+    }
+}
+
 impl CommandGraphGenerator {
     /// One push per buffer: for every remote chunk's consumed region, the parts this node
     /// produced (fresh, not replicated) that the target does not hold yet.
@@ -156,13 +164,14 @@ impl CommandGraphGenerator {
                         }
                     }),
                 }
-                let buffer = self.buffers.get_mut(*bid).expect("validated");
+                // the pieces are disjoint, so what one of them sends does not change what the
+                // others miss: the target's whole region is added to the replication once the
+                // push is built (one union per target instead of one per piece)
                 for &(b, ws) in &pushable {
                     let missing = buffer.replicated.missing_on(nid, &b);
                     if missing.is_empty() {
                         continue;
                     }
-                    buffer.replicated.add(nid, &missing);
                     let pos = match per_buffer.iter().position(|p| p.bid == *bid) {
                         Some(pos) => pos,
                         None => {
@@ -196,6 +205,14 @@ impl CommandGraphGenerator {
         for mut scratch in per_buffer.drain(..) {
             scratch.finish_last_target();
             let targets = std::mem::take(&mut scratch.targets);
+            let replicated = &mut self
+                .buffers
+                .get_mut(scratch.bid)
+                .expect("validated")
+                .replicated;
+            for (nid, region) in &targets {
+                replicated.add(*nid, region);
+            }
             let transfer = TransferId {
                 consumer: task.id(),
                 buffer: scratch.bid,
@@ -291,7 +308,7 @@ impl CommandGraphGenerator {
                 for (bid, _, produced) in task.access_map().task_regions() {
                     if !produced.is_empty() {
                         let buffer = self.buffers.get_mut(bid).expect("validated");
-                        buffer.initialized = buffer.initialized.union(produced);
+                        extend_initialized(&mut buffer.initialized, produced);
                     }
                 }
             }
@@ -315,7 +332,7 @@ impl CommandGraphGenerator {
             }
             let buffer = self.buffers.get_mut(bid).expect("validated");
             if track_init {
-                buffer.initialized = buffer.initialized.union(global_writes);
+                extend_initialized(&mut buffer.initialized, global_writes);
             }
             // fresh data of older writers: the remote writes (local writes have new writers)
             let mut fresh: SmallVec<[(GridBox, WriteState); 4]> = SmallVec::new();

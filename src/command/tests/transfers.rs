@@ -416,3 +416,32 @@ fn split_2d_five_point_stencil_has_no_diagonal_exchange() {
         );
     }
 }
+
+/// A buffer's initial contents are held by every node and never pushed, also after the node
+/// overwrote part of the buffer and an epoch replaced the old writers (the initial pieces and the
+/// written ones then have the same writer): only what was written is sent.
+#[test]
+fn initial_contents_are_never_pushed() {
+    let mut ctx = Ctx::new(2);
+    let buf = ctx.buffer(&[20], true);
+    ctx.master_node()
+        .read_write(buf, fixed(&[0], &[5]))
+        .submit();
+    ctx.epoch(EpochAction::None);
+    ctx.device(&[20]).read(buf, All).submit();
+    let pushes: Vec<(u64, Vec<(NodeId, Region)>)> = (0..2)
+        .flat_map(|n| {
+            ctx.recorder(n)
+                .records()
+                .iter()
+                .filter_map(move |r| match &r.kind {
+                    CommandKind::Push { targets, .. } => Some((n, targets.clone())),
+                    _ => None,
+                })
+        })
+        .collect();
+    assert_eq!(
+        pushes,
+        vec![(0, targets(&[(1, Region::from_box(b1(0, 5)))]))]
+    );
+}
