@@ -194,6 +194,12 @@ impl LastWriterMap {
     /// Replaces every writer `w` by `f(w)` and merges the entries that changed with equal-valued
     /// neighbours.
     pub fn apply_to_values(&mut self, mut f: impl FnMut(Option<TaskId>) -> Option<TaskId>) {
+        if let [w] = &mut self.writers[..] {
+            // one entry (a buffer last written whole, at every horizon of most programs): it is
+            // the extent, with nothing to merge
+            *w = Writer::new(f(w.get()));
+            return;
+        }
         let mut changed: SmallVec<[usize; 8]> = SmallVec::new();
         for (i, w) in self.writers.iter_mut().enumerate() {
             let nw = Writer::new(f(w.get()));
@@ -202,7 +208,12 @@ impl LastWriterMap {
                 changed.push(i);
             }
         }
-        self.merge(changed);
+        match changed[..] {
+            [] => {}
+            // the merge of a single candidate without the general merge's bookkeeping
+            [i] => self.merge_one(i),
+            _ => self.merge(changed),
+        }
     }
 
     /// [`LastWriterMap::merge`] of a single candidate (the remainder of a cut entry, as when
