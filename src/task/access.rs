@@ -195,6 +195,8 @@ impl BufferAccessMap {
     }
 
     /// Appends an access to a map built in place; [`BufferAccessMap::finish`] completes it.
+    // Inline: out of line, each access paid a call and a copy of itself into the callee's frame.
+    #[inline]
     pub(crate) fn push(&mut self, access: BufferAccess) {
         self.data.accesses.push(access);
     }
