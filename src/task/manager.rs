@@ -867,14 +867,8 @@ fn add_anti_dependencies_after(
     deps: &mut DepsBuilder,
 ) {
     let mut has_anti_dependents = false;
-    let mut add_if_reads = |reader: TaskId, deps: &mut DepsBuilder| {
-        let reads = graph
-            .get(reader)
-            .expect("live dependent")
-            .access_map()
-            .task_consumed_region(write.bid)
-            .intersects(write.produced);
-        if reads {
+    let mut add_if_reads = |reader: TaskId, consumed: &Region, deps: &mut DepsBuilder| {
+        if consumed.intersects(write.produced) {
             deps.add(
                 graph,
                 reader,
@@ -887,9 +881,11 @@ fn add_anti_dependencies_after(
     let dependents = graph.dependents(w);
     if dependents.len() <= DIRECT_SCAN_MAX {
         for &dependent in dependents {
+            // the dependent's consumed region looked up once, for both tests
+            let consumed = consumed_region(graph, dependent, write.bid);
             // bounding boxes first: most dependents read elsewhere or not at all
-            if consumed_bounds(graph, dependent, write.bid).intersects(&write.bounds) {
-                add_if_reads(dependent, deps);
+            if consumed.bounding_box().intersects(&write.bounds) {
+                add_if_reads(dependent, consumed, deps);
             }
         }
     } else {
@@ -907,7 +903,7 @@ fn add_anti_dependencies_after(
         scan.scanned = dependents.len();
         for &(reader, bounds) in &scan.readers {
             if bounds.intersects(&write.bounds) {
-                add_if_reads(reader, deps);
+                add_if_reads(reader, consumed_region(graph, reader, write.bid), deps);
             }
         }
     }
@@ -924,4 +920,14 @@ fn consumed_bounds(graph: &TaskGraph, tid: TaskId, bid: BufferId) -> GridBox {
         .expect("live dependent")
         .access_map()
         .task_consumed_bounds(bid)
+}
+
+/// What the live task `tid` consumes of `bid` (empty if nothing).
+#[inline]
+fn consumed_region(graph: &TaskGraph, tid: TaskId, bid: BufferId) -> &Region {
+    graph
+        .get(tid)
+        .expect("live dependent")
+        .access_map()
+        .task_consumed_region(bid)
 }
