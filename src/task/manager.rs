@@ -555,28 +555,27 @@ impl TaskManager {
     fn compute_dependencies(&mut self, task: &Task, deps: &mut DepsBuilder) -> Result<()> {
         let (tid, bam) = (task.id, &task.access_map);
 
-        // buffers with their task-level regions, reductions included
-        // (built only for tasks with reductions, which read and write one scalar)
-        let nothing = Region::new();
-        let scalar = if task.reductions.is_empty() {
-            Region::new()
-        } else {
-            Region::from_box(SCALAR_BOX)
-        };
-        let reductions = task.reductions.iter().map(|red| {
-            let consumed = if red.init_from_buffer {
-                &scalar
-            } else {
-                &nothing
-            };
-            (red.bid, consumed, &scalar)
-        });
-        let buffers = bam.task_regions().chain(reductions);
-
-        // a task without buffers skips the set-up of the buffer steps, not only their loops
-        if bam.num_accesses() > 0 || !task.reductions.is_empty() {
+        if !task.reductions.is_empty() {
+            // buffers with their task-level regions, reductions included (which read and
+            // write one scalar)
+            let nothing = Region::new();
+            let scalar = Region::from_box(SCALAR_BOX);
+            let reductions = task.reductions.iter().map(|red| {
+                let consumed = if red.init_from_buffer {
+                    &scalar
+                } else {
+                    &nothing
+                };
+                (red.bid, consumed, &scalar)
+            });
+            let buffers = bam.task_regions().chain(reductions);
             self.add_true_dependencies(task, buffers.clone(), deps)?;
             self.add_anti_dependencies(tid, buffers, deps);
+        } else if bam.num_accesses() > 0 {
+            // the common task without reductions walks its buffers without the chained
+            // iterator's second half (and a task without buffers skips the set-up as well)
+            self.add_true_dependencies(task, bam.task_regions(), deps)?;
+            self.add_anti_dependencies(tid, bam.task_regions(), deps);
         }
         self.add_serialization_dependencies(task, deps);
 
