@@ -373,6 +373,34 @@ mod tests {
     }
 
     #[test]
+    fn horizons_on_one_entry_and_on_a_single_changed_entry() {
+        // one entry, the extent: its writer changes and it stays the only entry
+        let mut map = LastWriterMap::new(Range::new(8, 8, 1), Some(TaskId(1)));
+        map.apply_to_values(|w| w.map(|t| TaskId(t.0 + 1)));
+        assert_eq!(map.len(), 1);
+        check_against(&map, &vec![vec![Some(TaskId(2)); 8]; 8]);
+        // [0,4) by 2, [4,6) by 3, [6,8) by 1: only the middle entry changes, to its left
+        // neighbour's writer, and merges with it (and with nothing else)
+        let mut map = LastWriterMap::new(Range::new(8, 1, 1), Some(TaskId(1)));
+        for (lo, hi, t) in [(0, 4, 2), (4, 6, 3)] {
+            let b = GridBox::from_arrays([lo, 0, 0], [hi, 1, 1]);
+            map.update_region(&Region::from_box(b), TaskId(t), |_| {});
+        }
+        assert_eq!(map.len(), 3);
+        map.apply_to_values(|w| {
+            if w == Some(TaskId(3)) {
+                Some(TaskId(2))
+            } else {
+                w
+            }
+        });
+        assert_eq!(map.len(), 2);
+        let mut dense = vec![vec![Some(TaskId(2))]; 8];
+        dense[6..].fill(vec![Some(TaskId(1))]);
+        check_against(&map, &dense);
+    }
+
+    #[test]
     fn one_dimensional_maps_stay_coalesced() {
         let mut map = LastWriterMap::new(Range::new(100, 1, 1), Some(TaskId(0)));
         for i in 0..100 {
