@@ -195,6 +195,8 @@ impl BufferAccessMap {
     }
 
     /// Appends an access to a map built in place; [`BufferAccessMap::finish`] completes it.
+    // Inline: out of line, each access paid a call and a copy of itself into the callee's frame.
+    #[inline]
     pub(crate) fn push(&mut self, access: BufferAccess) {
         self.data.accesses.push(access);
     }
@@ -418,16 +420,22 @@ fn compute_task_regions(task: TaskId, clamp_warned: &AtomicBool, data: &mut Acce
                 (false, _) => unite(&mut entry.produced, region),
             },
             None => {
-                let (consumed, produced) = match modes {
-                    (true, true) => (region.clone(), region),
-                    (true, false) => (region, Region::new()),
-                    (false, _) => (Region::new(), region),
-                };
+                // an empty entry first, the region moved into its slot: built as a tuple and
+                // then an entry, the regions were copied twice more on their way into the list
                 buffers.push(BufferRegions {
                     bid: acc.bid,
-                    consumed,
-                    produced,
+                    consumed: Region::new(),
+                    produced: Region::new(),
                 });
+                let entry = buffers.last_mut().expect("just pushed");
+                match modes {
+                    (true, true) => {
+                        entry.consumed = region.clone();
+                        entry.produced = region;
+                    }
+                    (true, false) => entry.consumed = region,
+                    (false, _) => entry.produced = region,
+                }
             }
         }
     }

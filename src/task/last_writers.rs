@@ -194,6 +194,12 @@ impl LastWriterMap {
     /// Replaces every writer `w` by `f(w)` and merges the entries that changed with equal-valued
     /// neighbours.
     pub fn apply_to_values(&mut self, mut f: impl FnMut(Option<TaskId>) -> Option<TaskId>) {
+        if let [w] = &mut self.writers[..] {
+            // one entry (a buffer last written whole, at every horizon of most programs): it is
+            // the extent, with nothing to merge
+            *w = Writer::new(f(w.get()));
+            return;
+        }
         let mut changed: SmallVec<[usize; 8]> = SmallVec::new();
         for (i, w) in self.writers.iter_mut().enumerate() {
             let nw = Writer::new(f(w.get()));
@@ -202,7 +208,12 @@ impl LastWriterMap {
                 changed.push(i);
             }
         }
-        self.merge(changed);
+        match changed[..] {
+            [] => {}
+            // the merge of a single candidate without the general merge's bookkeeping
+            [i] => self.merge_one(i),
+            _ => self.merge(changed),
+        }
     }
 
     /// [`LastWriterMap::merge`] of a single candidate (the remainder of a cut entry, as when
@@ -359,6 +370,34 @@ mod tests {
         // boxes around a fifth has no mergeable pair), but they never lose an element
         map.apply_to_values(|_| Some(TaskId(1000)));
         check_against(&map, &vec![vec![Some(TaskId(1000)); N]; N]);
+    }
+
+    #[test]
+    fn horizons_on_one_entry_and_on_a_single_changed_entry() {
+        // one entry, the extent: its writer changes and it stays the only entry
+        let mut map = LastWriterMap::new(Range::new(8, 8, 1), Some(TaskId(1)));
+        map.apply_to_values(|w| w.map(|t| TaskId(t.0 + 1)));
+        assert_eq!(map.len(), 1);
+        check_against(&map, &vec![vec![Some(TaskId(2)); 8]; 8]);
+        // [0,4) by 2, [4,6) by 3, [6,8) by 1: only the middle entry changes, to its left
+        // neighbour's writer, and merges with it (and with nothing else)
+        let mut map = LastWriterMap::new(Range::new(8, 1, 1), Some(TaskId(1)));
+        for (lo, hi, t) in [(0, 4, 2), (4, 6, 3)] {
+            let b = GridBox::from_arrays([lo, 0, 0], [hi, 1, 1]);
+            map.update_region(&Region::from_box(b), TaskId(t), |_| {});
+        }
+        assert_eq!(map.len(), 3);
+        map.apply_to_values(|w| {
+            if w == Some(TaskId(3)) {
+                Some(TaskId(2))
+            } else {
+                w
+            }
+        });
+        assert_eq!(map.len(), 2);
+        let mut dense = vec![vec![Some(TaskId(2))]; 8];
+        dense[6..].fill(vec![Some(TaskId(1))]);
+        check_against(&map, &dense);
     }
 
     #[test]

@@ -555,28 +555,27 @@ impl TaskManager {
     fn compute_dependencies(&mut self, task: &Task, deps: &mut DepsBuilder) -> Result<()> {
         let (tid, bam) = (task.id, &task.access_map);
 
-        // buffers with their task-level regions, reductions included
-        // (built only for tasks with reductions, which read and write one scalar)
-        let nothing = Region::new();
-        let scalar = if task.reductions.is_empty() {
-            Region::new()
-        } else {
-            Region::from_box(SCALAR_BOX)
-        };
-        let reductions = task.reductions.iter().map(|red| {
-            let consumed = if red.init_from_buffer {
-                &scalar
-            } else {
-                &nothing
-            };
-            (red.bid, consumed, &scalar)
-        });
-        let buffers = bam.task_regions().chain(reductions);
-
-        // a task without buffers skips the set-up of the buffer steps, not only their loops
-        if bam.num_accesses() > 0 || !task.reductions.is_empty() {
+        if !task.reductions.is_empty() {
+            // buffers with their task-level regions, reductions included (which read and
+            // write one scalar)
+            let nothing = Region::new();
+            let scalar = Region::from_box(SCALAR_BOX);
+            let reductions = task.reductions.iter().map(|red| {
+                let consumed = if red.init_from_buffer {
+                    &scalar
+                } else {
+                    &nothing
+                };
+                (red.bid, consumed, &scalar)
+            });
+            let buffers = bam.task_regions().chain(reductions);
             self.add_true_dependencies(task, buffers.clone(), deps)?;
             self.add_anti_dependencies(tid, buffers, deps);
+        } else if bam.num_accesses() > 0 {
+            // the common task without reductions walks its buffers without the chained
+            // iterator's second half (and a task without buffers skips the set-up as well)
+            self.add_true_dependencies(task, bam.task_regions(), deps)?;
+            self.add_anti_dependencies(tid, bam.task_regions(), deps);
         }
         self.add_serialization_dependencies(task, deps);
 
@@ -867,14 +866,8 @@ fn add_anti_dependencies_after(
     deps: &mut DepsBuilder,
 ) {
     let mut has_anti_dependents = false;
-    let mut add_if_reads = |reader: TaskId, deps: &mut DepsBuilder| {
-        let reads = graph
-            .get(reader)
-            .expect("live dependent")
-            .access_map()
-            .task_consumed_region(write.bid)
-            .intersects(write.produced);
-        if reads {
+    let mut add_if_reads = |reader: TaskId, consumed: &Region, deps: &mut DepsBuilder| {
+        if consumed.intersects(write.produced) {
             deps.add(
                 graph,
                 reader,
@@ -887,9 +880,11 @@ fn add_anti_dependencies_after(
     let dependents = graph.dependents(w);
     if dependents.len() <= DIRECT_SCAN_MAX {
         for &dependent in dependents {
+            // the dependent's consumed region looked up once, for both tests
+            let consumed = consumed_region(graph, dependent, write.bid);
             // bounding boxes first: most dependents read elsewhere or not at all
-            if consumed_bounds(graph, dependent, write.bid).intersects(&write.bounds) {
-                add_if_reads(dependent, deps);
+            if consumed.bounding_box().intersects(&write.bounds) {
+                add_if_reads(dependent, consumed, deps);
             }
         }
     } else {
@@ -907,7 +902,7 @@ fn add_anti_dependencies_after(
         scan.scanned = dependents.len();
         for &(reader, bounds) in &scan.readers {
             if bounds.intersects(&write.bounds) {
-                add_if_reads(reader, deps);
+                add_if_reads(reader, consumed_region(graph, reader, write.bid), deps);
             }
         }
     }
@@ -924,4 +919,14 @@ fn consumed_bounds(graph: &TaskGraph, tid: TaskId, bid: BufferId) -> GridBox {
         .expect("live dependent")
         .access_map()
         .task_consumed_bounds(bid)
+}
+
+/// What the live task `tid` consumes of `bid` (empty if nothing).
+#[inline]
+fn consumed_region(graph: &TaskGraph, tid: TaskId, bid: BufferId) -> &Region {
+    graph
+        .get(tid)
+        .expect("live dependent")
+        .access_map()
+        .task_consumed_region(bid)
 }
