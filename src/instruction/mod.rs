@@ -9,6 +9,7 @@
 //! [`reduction`] (local and global reductions) and [`execution`] (kernels, host tasks, lookahead).
 
 pub mod allocation;
+mod buffer_requirements;
 pub mod buffer_state;
 pub mod coherence;
 mod emitter;
