@@ -4,12 +4,13 @@
 //! Stored per node instead of per element: for each node that received something from us, the
 //! region it received since we last overwrote it. (A buffer's initial contents, which every node
 //! holds, are not tracked here: their last-writer state is marked replicated, so they are never
-//! pushed; tracking them as a region held everywhere cost a region difference per local write
-//! until the whole buffer was overwritten, 2 k instructions per task in the 4-node soup.) A node set per element fragments into one entry per target as soon as
-//! every node reads a different part of our data (all-to-all patterns), and every push and every
-//! write then pays an R-tree update per fragment; here a push to one target touches only that
-//! target's region, and a write clears the others with a bounding-box test each. Membership is
-//! the same: node `n` holds element `e` (that we produced) iff `e` is in `n`'s region.
+//! pushed; tracking them as a region held everywhere cost a region difference per local write until
+//! the whole buffer was overwritten, 2 k instructions per task in the 4-node soup.) A node set per
+//! element fragments into one entry per target as soon as every node reads a different part of our
+//! data (all-to-all patterns), and every push and every write then pays an R-tree update per
+//! fragment; here a push to one target touches only that target's region, and a write clears the
+//! others with a bounding-box test each. Membership is the same: node `n` holds element `e` (that
+//! we produced) iff `e` is in `n`'s region.
 
 use crate::grid::{GridBox, Region};
 use crate::types::NodeId;

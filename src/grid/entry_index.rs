@@ -107,6 +107,15 @@ impl<T> EntryIndex<T> {
 
     /// The value of the only entry.
     #[inline]
+    pub fn single_value(&self) -> Option<&T> {
+        let [v] = self.as_flat()?.values.as_slice() else {
+            return None;
+        };
+        Some(v)
+    }
+
+    /// The value of the only entry, mutably.
+    #[inline]
     pub fn single_value_mut(&mut self) -> Option<&mut T> {
         match &self.tree {
             None => match self.flat.values.as_mut_slice() {

@@ -95,6 +95,13 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         self.len
     }
 
+    /// The value of the only entry, when one entry covers the whole extent (a buffer written
+    /// whole): a caller can answer a question about every point without a query.
+    #[inline]
+    pub fn single_value(&self) -> Option<&T> {
+        self.entries.single_value()
+    }
+
     /// True only for a map over an empty extent.
     #[inline]
     pub fn is_empty(&self) -> bool {

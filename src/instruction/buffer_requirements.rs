@@ -264,14 +264,10 @@ impl InstructionGraphGenerator {
     /// Reports the part of `read` (consumed, not discarded) that no memory holds.
     fn report_uninitialized_reads(&mut self, bid: BufferId, task: &Task, read: &Region) {
         let buffer = &self.buffers[bid];
-        if buffer.up_to_date.len() == 1 {
+        if let Some(mask) = buffer.up_to_date.single_value() {
             // one mask for the whole buffer (a buffer written whole): initialised everywhere or
             // nowhere, without a query
-            let mut initialized = false;
-            buffer
-                .up_to_date
-                .for_each(|_, mask| initialized = !mask.is_empty());
-            if initialized || read.is_empty() {
+            if !mask.is_empty() || read.is_empty() {
                 return;
             }
         }

@@ -215,10 +215,8 @@ pub(super) fn reader_up_to_date(
     read: &Region,
 ) -> bool {
     let lacks_nothing = |mask: &MemoryMask| mask.is_empty() || mask.contains(dest);
-    if up_to_date.len() == 1 {
-        let mut only = MemoryMask::EMPTY;
-        up_to_date.for_each(|_, mask| only = *mask);
-        return lacks_nothing(&only);
+    if let Some(only) = up_to_date.single_value() {
+        return lacks_nothing(only);
     }
     let mut up_to_date_here = true;
     up_to_date.query_region(read, |_, mask| {

@@ -184,11 +184,7 @@ impl LastWriterMap {
             self.writers.push(w);
         }
         let candidates = if first { start + 1 } else { start };
-        match self.boxes.len() - candidates {
-            0 => {}
-            1 => self.merge_one(candidates),
-            _ => self.merge((candidates..self.boxes.len()).collect()),
-        }
+        self.merge((candidates..self.boxes.len()).collect());
     }
 
     /// Replaces every writer `w` by `f(w)` and merges the entries that changed with equal-valued
@@ -208,12 +204,7 @@ impl LastWriterMap {
                 changed.push(i);
             }
         }
-        match changed[..] {
-            [] => {}
-            // the merge of a single candidate without the general merge's bookkeeping
-            [i] => self.merge_one(i),
-            _ => self.merge(changed),
-        }
+        self.merge(changed);
     }
 
     /// [`LastWriterMap::merge`] of a single candidate (the remainder of a cut entry, as when
@@ -235,8 +226,12 @@ impl LastWriterMap {
     /// left. Per candidate, the number of merges done when it last found no partner: a candidate
     /// checked since the last merge would find none again and is skipped.
     fn merge(&mut self, mut candidates: SmallVec<[usize; 8]>) {
-        if candidates.is_empty() {
-            return;
+        match candidates[..] {
+            [] => return,
+            // one candidate (the remainder of a cut entry, a writer changed at a horizon):
+            // without the bookkeeping below
+            [i] => return self.merge_one(i),
+            _ => {}
         }
         let mut checked_at: SmallVec<[Option<usize>; 8]> =
             smallvec::smallvec![None; candidates.len()];
