@@ -19,7 +19,7 @@ use crate::grid::{
 use crate::types::{AllocationId, BufferId, MemoryId};
 
 use super::buffer_state::{
-    AccessFront, BufferAllocation, BufferMemory, FrontMode, StagingAllocation,
+    AccessFront, Allocations, BufferAllocation, BufferMemory, FrontMode, StagingAllocation,
 };
 use super::generator::InstructionGraphGenerator;
 use super::instruction::{CopyLayout, InstructionKind};
@@ -49,7 +49,7 @@ impl InstructionGraphGenerator {
         let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
         let (mut sources, new_boxes) =
             plan_grown_allocations(&mut buffer.memories[mid.0 as usize], required);
-        let new_allocations: Vec<BufferAllocation> = new_boxes
+        let new_allocations: Allocations = new_boxes
             .into_iter()
             .map(|new_box| self.allocate_with_resize_copies(bid, mid, new_box, &mut sources))
             .collect();
@@ -65,8 +65,8 @@ impl InstructionGraphGenerator {
         bid: BufferId,
         mid: MemoryId,
         new_box: GridBox,
-        sources: &mut [BufferAllocation],
-    ) -> BufferAllocation {
+        sources: &mut [Box<BufferAllocation>],
+    ) -> Box<BufferAllocation> {
         let aid = self.new_allocation_id(mid);
         let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
         let (elem_size, elem_align) = (buffer.elem_size, buffer.elem_align);
@@ -84,7 +84,7 @@ impl InstructionGraphGenerator {
         );
         self.em
             .add_dependency(alloc, self.em.last_epoch, DependencyOrigin::LastEpoch);
-        let mut allocation = BufferAllocation::new(aid, Some(alloc), new_box);
+        let mut allocation = Box::new(BufferAllocation::new(aid, Some(alloc), new_box));
 
         for source in sources {
             let overlap = new_box.intersection(&source.allocated_box);
@@ -128,7 +128,7 @@ impl InstructionGraphGenerator {
 
     /// Frees every replaced allocation after its last accesses (the resize copies joined its
     /// read front).
-    fn free_resized_allocations(&mut self, bid: BufferId, sources: &[BufferAllocation]) {
+    fn free_resized_allocations(&mut self, bid: BufferId, sources: &[Box<BufferAllocation>]) {
         let elem_size = self.buffers[bid].elem_size;
         for source in sources {
             let b = source.allocated_box;
@@ -156,7 +156,7 @@ impl InstructionGraphGenerator {
         &mut self,
         bid: BufferId,
         mid: MemoryId,
-        new_allocations: Vec<BufferAllocation>,
+        new_allocations: Allocations,
     ) {
         let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
         let memory = &mut buffer.memories[mid.0 as usize];
@@ -258,7 +258,7 @@ impl InstructionGraphGenerator {
 fn plan_grown_allocations(
     memory: &mut BufferMemory,
     mut required: BoxVec,
-) -> (Vec<BufferAllocation>, BoxVec) {
+) -> (Allocations, BoxVec) {
     required.extend(memory.anticipated_contiguous_boxes.drain(..));
     let mut merged = required;
     merge_overlapping_bounding_boxes(&mut merged);

@@ -298,11 +298,15 @@ impl BufferAllocation {
     }
 }
 
+/// The allocations of one memory, boxed: an allocation carries two region maps, so a grown
+/// vector or a removed entry moves a pointer instead of the maps.
+pub type Allocations = Vec<Box<BufferAllocation>>;
+
 /// The allocations of one buffer on one memory.
 #[derive(Debug, Clone, Default)]
 pub struct BufferMemory {
     /// Disjoint allocations.
-    pub allocations: Vec<BufferAllocation>,
+    pub allocations: Allocations,
     /// Boxes `anticipate` saw coming; the next real allocation includes them.
     pub anticipated_contiguous_boxes: BoxVec,
     /// Allocations made over the buffer's lifetime (for the frequent-allocation warning).

@@ -69,6 +69,7 @@ fn touched_mut<'a>(
         .allocations
         .iter_mut()
         .filter(move |a| a.allocated_box.intersects(bounds))
+        .map(|a| &mut **a)
 }
 
 impl InstructionGraphGenerator {

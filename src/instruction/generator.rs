@@ -180,7 +180,7 @@ impl InstructionGraphGenerator {
         if let Some(aid) = user_allocation {
             debug_assert_eq!(aid.memory(), MemoryId::USER);
             let whole = GridBox::full_range(range);
-            let mut allocation = BufferAllocation::new(aid, None, whole);
+            let mut allocation = Box::new(BufferAllocation::new(aid, None, whole));
             allocation.track_atomic_write(&whole.into(), epoch);
             buffer.memories[MemoryId::USER.0 as usize]
                 .allocations
