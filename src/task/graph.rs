@@ -40,7 +40,20 @@ pub struct TaskGraph {
     spare: Vec<Arc<Task>>,
 }
 
+/// Live tasks room is made for up front: a horizon interval's worth, so a steady stream of tasks
+/// does not grow the deque step by step at start.
+const INITIAL_LIVE_TASKS: usize = 64;
+
 impl TaskGraph {
+    /// An empty graph with room for [`INITIAL_LIVE_TASKS`] live tasks.
+    pub fn new() -> Self {
+        Self {
+            first: 0,
+            nodes: VecDeque::with_capacity(INITIAL_LIVE_TASKS),
+            spare: Vec::new(),
+        }
+    }
+
     fn index(&self, tid: TaskId) -> Option<usize> {
         let i = usize::try_from(tid.0.checked_sub(self.first)?).ok()?;
         (i < self.nodes.len()).then_some(i)

@@ -140,7 +140,7 @@ impl TaskManager {
             config,
             delegate,
             recorder: config.record.then(TaskRecorder::new),
-            graph: TaskGraph::default(),
+            graph: TaskGraph::new(),
             next_tid: 0,
             buffers: IdTable::default(),
             host_objects: IdMap::default(),

@@ -29,6 +29,8 @@ impl DepsBuilder {
     }
 
     /// Adds an edge; an existing edge is never duplicated, only upgraded from anti to true.
+    // Out of line: inlined into its several callers it grew the dependency scan's loops.
+    #[inline(never)]
     pub(super) fn add(
         &mut self,
         graph: &TaskGraph,

@@ -200,6 +200,8 @@ fn checked_granularity(g: Range, geometry: &TaskGeometry, variable_split: bool) 
     Ok(g)
 }
 
+// Inline: its caller runs it once per task and most of it folds away for valid input.
+#[inline]
 fn checked_geometry(dims: usize, range: Range, offset: Id) -> Result<TaskGeometry> {
     if dims > 3 {
         return Err(Error::invalid_argument(format!(
