@@ -120,6 +120,20 @@ impl<T: Clone + PartialEq> RegionMap<T> {
 
     /// Sets every point of `b` (clamped to the extent) to `value`.
     pub fn update_box(&mut self, b: &GridBox, value: T) {
+        self.update_box_impl::<false>(b, value);
+    }
+
+    /// [`RegionMap::update_box`] of a value that no entry holds yet (one that names a new
+    /// instruction): the new entry has no equal neighbour to merge with, so the search for one
+    /// is skipped. The map is the same as after [`RegionMap::update_box`] (debug builds check
+    /// that the skipped search would have found nothing); were the promise broken, the map would
+    /// still hold the right values, only in more entries.
+    pub fn update_box_unique(&mut self, b: &GridBox, value: T) {
+        self.update_box_impl::<true>(b, value);
+    }
+
+    #[inline]
+    fn update_box_impl<const UNIQUE: bool>(&mut self, b: &GridBox, value: T) {
         let b = b.intersection(&self.extent);
         if b.is_empty() {
             return;
@@ -144,7 +158,11 @@ impl<T: Clone + PartialEq> RegionMap<T> {
             hits.push((*hb, same));
         });
         let Some(value) = value else {
-            self.try_merge(&mut smallvec::smallvec![b]);
+            if UNIQUE {
+                debug_assert_eq!(self.merge_partner(&b), None, "the value is not unique");
+            } else {
+                self.try_merge(&mut smallvec::smallvec![b]);
+            }
             return;
         };
         if hits.iter().all(|&(_, same)| same) {
@@ -159,8 +177,14 @@ impl<T: Clone + PartialEq> RegionMap<T> {
                 self.erase(&hb);
             }
         }
-        candidates.push(self.insert_new(b, value));
+        let new = self.insert_new(b, value);
+        if !UNIQUE {
+            candidates.push(new);
+        }
         self.try_merge(&mut candidates);
+        if UNIQUE {
+            debug_assert_eq!(self.merge_partner(&new), None, "the value is not unique");
+        }
     }
 
     /// Replaces the value `v` of every point of `b` (clamped to the extent) by `f(v)`: one query,
@@ -182,7 +206,16 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     /// [`RegionMap::update_box_with`] with `f` changing a value in place and returning whether it
     /// did: an entry inside `b` is changed where it is stored (a value holding a vector grows it
     /// instead of being rebuilt), one reaching out of it through a copy for its part inside.
-    pub fn change_box_values(&mut self, b: &GridBox, mut f: impl FnMut(&mut T) -> bool) {
+    pub fn change_box_values(&mut self, b: &GridBox, f: impl FnMut(&mut T) -> bool) {
+        self.change_box_values_impl::<false>(b, f);
+    }
+
+    #[inline]
+    fn change_box_values_impl<const UNIQUE: bool>(
+        &mut self,
+        b: &GridBox,
+        mut f: impl FnMut(&mut T) -> bool,
+    ) {
         let b = b.intersection(&self.extent);
         if b.is_empty() {
             return;
@@ -210,23 +243,53 @@ impl<T: Clone + PartialEq> RegionMap<T> {
                 }
             }
         });
+        // With unique new values, a single changed entry has no equal neighbour: only the parts
+        // cut off outside `b` (old values) are offered for merging. Several changed entries may
+        // have come to hold the same new value, so they merge as usual.
+        let lone_unique = UNIQUE && changes.len() == 1;
         let mut candidates: SmallVec<[GridBox; 8]> = SmallVec::new();
+        let mut changed = GridBox::EMPTY;
         for (hb, nv) in changes {
             match nv {
-                None => candidates.push(hb),
+                None => changed = hb,
                 Some(nv) => {
                     let cut = self.cut_outside(&hb, &b, &mut candidates);
                     debug_assert!(cut, "an entry reaching out of the box has parts outside it");
-                    candidates.push(self.insert_new(hb.intersection(&b), nv));
+                    changed = self.insert_new(hb.intersection(&b), nv);
                 }
+            }
+            if !lone_unique {
+                candidates.push(changed);
             }
         }
         self.try_merge(&mut candidates);
+        if lone_unique {
+            debug_assert_eq!(
+                self.merge_partner(&changed),
+                None,
+                "the value is not unique"
+            );
+        }
     }
 
     /// Like [`RegionMap::change_box_values`] for every box of a region.
     pub fn change_region_values(&mut self, r: &Region, mut f: impl FnMut(&mut T) -> bool) {
         for b in r.boxes() {
+            self.change_box_values(b, &mut f);
+        }
+    }
+
+    /// [`RegionMap::change_region_values`] where every value `f` changes comes to hold something
+    /// no entry held before the call (a new instruction joins it): a changed entry can then only
+    /// merge with another changed one, and a lone changed entry of the first box is not offered
+    /// for merging (see [`RegionMap::update_box_unique`]). Later boxes may meet values the first
+    /// one made, so they merge as usual.
+    pub fn change_region_values_unique(&mut self, r: &Region, mut f: impl FnMut(&mut T) -> bool) {
+        let Some((first, rest)) = r.boxes().split_first() else {
+            return;
+        };
+        self.change_box_values_impl::<true>(first, &mut f);
+        for b in rest {
             self.change_box_values(b, &mut f);
         }
     }
@@ -262,6 +325,22 @@ impl<T: Clone + PartialEq> RegionMap<T> {
         }
         candidates.push(self.insert_new(last, old));
         true
+    }
+
+    /// [`RegionMap::update_region`] of a value no entry holds yet (see
+    /// [`RegionMap::update_box_unique`]): only the first box's entry skips the merge search, as
+    /// the later ones may meet the value the first one set.
+    pub fn update_region_unique(&mut self, r: &Region, value: T) {
+        match r.boxes() {
+            [b] => self.update_box_unique(b, value),
+            [first, rest @ ..] => {
+                self.update_box_unique(first, value.clone());
+                for b in rest {
+                    self.update_box(b, value.clone());
+                }
+            }
+            [] => {}
+        }
     }
 
     /// Sets every point of the region (clamped to the extent) to `value`.

@@ -245,9 +245,11 @@ impl BufferAllocation {
         if region.is_empty() {
             return;
         }
-        // in place: a read front of a buffer many tasks read grows by a push, not a rebuild
+        // in place: a read front of a buffer many tasks read grows by a push, not a rebuild;
+        // every changed front gains `instruction`, which reads this allocation only here, so no
+        // other front equals it (no merge search for a lone changed front)
         self.last_concurrent_accesses
-            .change_region_values(region, |front| {
+            .change_region_values_unique(region, |front| {
                 if front.mode == FrontMode::Read {
                     front.add(instruction);
                 } else {
@@ -257,14 +259,17 @@ impl BufferAllocation {
             });
     }
 
-    /// Makes `instruction` the only writer and access of `region`.
+    /// Makes `instruction` the only writer and access of `region`. Every instruction writes an
+    /// allocation once, so no front equals its write front before (no merge search for it).
     pub fn track_atomic_write(&mut self, region: &Region, instruction: InstructionId) {
         if region.is_empty() {
             return;
         }
         let front = AccessFront::single(instruction, FrontMode::Write);
-        self.last_writers.update_region(region, front.clone());
-        self.last_concurrent_accesses.update_region(region, front);
+        self.last_writers
+            .update_region_unique(region, front.clone());
+        self.last_concurrent_accesses
+            .update_region_unique(region, front);
     }
 
     /// Resets `region` to an empty write front, ahead of [`Self::track_concurrent_write`].

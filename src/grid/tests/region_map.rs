@@ -582,6 +582,64 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+
+    /// The `_unique` updates skip the merge search for values no entry holds yet; they must leave
+    /// the very entries (boxes and values) that the plain updates leave. Values are update
+    /// numbers, as instruction ids are: a plain update sets a new number, a read-like change adds
+    /// one to the set an entry holds (or starts one), and some updates reuse an older number so
+    /// the plain path is exercised too.
+    #[test]
+    fn unique_updates_leave_the_entries_of_plain_updates(
+        (extent, updates) in arb_dims().prop_flat_map(|e| (
+            Just(e),
+            prop::collection::vec(
+                (prop::collection::vec(arb_box(e), 1..3), 0u8..3, any::<bool>()),
+                0..32,
+            ),
+        ))
+    ) {
+        let mut plain = RegionMap::new(Range(extent), vec![0u32]);
+        let mut unique = RegionMap::new(Range(extent), vec![0u32]);
+        for (n, (boxes, mode, fresh)) in updates.iter().enumerate() {
+            let region = Region::from_boxes(boxes.iter().copied());
+            let id = n as u32 + 1;
+            match mode {
+                0 if *fresh => {
+                    plain.update_region(&region, vec![id]);
+                    unique.update_region_unique(&region, vec![id]);
+                }
+                0 => {
+                    // an older value: not unique, so only the plain path may be used
+                    plain.update_region(&region, vec![id / 2]);
+                    unique.update_region(&region, vec![id / 2]);
+                }
+                _ => {
+                    let join = |v: &mut Vec<u32>| {
+                        if *mode == 1 {
+                            v.push(id);
+                        } else {
+                            *v = vec![id];
+                        }
+                        true
+                    };
+                    plain.change_region_values(&region, join);
+                    unique.change_region_values_unique(&region, join);
+                }
+            }
+            unique.check_invariants();
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            plain.for_each(|bx, v| a.push((*bx, v.clone())));
+            unique.for_each(|bx, v| b.push((*bx, v.clone())));
+            a.sort_by(|x, y| x.0.coordinate_order(&y.0));
+            b.sort_by(|x, y| x.0.coordinate_order(&y.0));
+            prop_assert_eq!(a, b);
+        }
+    }
+}
+
 #[test]
 fn update_with_leaves_unchanged_entries_alone() {
     let mut rm = RegionMap::new(Range::new(8, 8, 1), 0u8);
