@@ -331,15 +331,17 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     /// [`RegionMap::update_box_unique`]): only the first box's entry skips the merge search, as
     /// the later ones may meet the value the first one set.
     pub fn update_region_unique(&mut self, r: &Region, value: T) {
-        match r.boxes() {
-            [b] => self.update_box_unique(b, value),
-            [first, rest @ ..] => {
-                self.update_box_unique(first, value.clone());
-                for b in rest {
-                    self.update_box(b, value.clone());
-                }
-            }
-            [] => {}
+        let Some((first, rest)) = r.boxes().split_first() else {
+            return;
+        };
+        if rest.is_empty() {
+            // one box (the usual case): the value moves in, without a clone
+            self.update_box_unique(first, value);
+            return;
+        }
+        self.update_box_unique(first, value.clone());
+        for b in rest {
+            self.update_box(b, value.clone());
         }
     }
 

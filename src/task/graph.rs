@@ -32,7 +32,6 @@ struct Node {
 const SPARE_TASKS: usize = 64;
 
 /// The live tasks and their dependents.
-#[derive(Default)]
 pub struct TaskGraph {
     first: u64,
     nodes: VecDeque<Node>,
@@ -40,9 +39,15 @@ pub struct TaskGraph {
     spare: Vec<Arc<Task>>,
 }
 
-/// Live tasks room is made for up front: a horizon interval's worth, so a steady stream of tasks
-/// does not grow the deque step by step at start.
+/// How many live tasks a new graph has room for: a horizon interval's worth, so a steady stream
+/// of tasks does not grow the deque step by step at start.
 const INITIAL_LIVE_TASKS: usize = 64;
+
+impl Default for TaskGraph {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl TaskGraph {
     /// An empty graph with room for [`INITIAL_LIVE_TASKS`] live tasks.
