@@ -673,9 +673,10 @@ impl CommandGraphGenerator {
                 .bounding_box(&produced.bounding_box());
             buffer.replicated.overwritten(produced);
         }
+        // `cmd` is new: no entry holds it, so its entry has no equal neighbour to merge with
         buffer
             .last_writers
-            .update_region(produced, WriteState::new(cmd, false));
+            .update_region_unique(produced, WriteState::new(cmd, false));
         if let Some(discarded) = buffer.pending_reduction.take() {
             self.completed_reductions.push(discarded.rid);
         }

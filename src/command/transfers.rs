@@ -287,7 +287,7 @@ impl CommandGraphGenerator {
                 .get_mut(bid)
                 .expect("validated")
                 .last_writers
-                .update_region(&region, received);
+                .update_region_unique(&region, received); // `cmd` is new: no entry holds it
         }
     }
 
