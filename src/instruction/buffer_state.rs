@@ -462,7 +462,8 @@ impl BufferState {
         if region.is_empty() {
             return;
         }
-        self.original_writers.update_region(
+        // `instruction` is new: no entry holds it, so its entry has no equal neighbour
+        self.original_writers.update_region_unique(
             region,
             OriginalWrite {
                 writer: instruction,

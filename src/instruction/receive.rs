@@ -155,7 +155,7 @@ impl InstructionGraphGenerator {
                     allocation.track_atomic_write(&part, await_receive);
                     buffer
                         .original_writers
-                        .update_region(&part, host_write(await_receive));
+                        .update_region_unique(&part, host_write(await_receive));
                 }
             } else {
                 let recv = self.em.create(
@@ -171,7 +171,7 @@ impl InstructionGraphGenerator {
                 self.em.write_to_allocation(recv, allocation, &received);
                 buffer
                     .original_writers
-                    .update_region(&received, host_write(recv));
+                    .update_region_unique(&received, host_write(recv));
             }
         }
         buffer
