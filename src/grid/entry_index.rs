@@ -22,7 +22,7 @@
 use smallvec::SmallVec;
 
 use super::grid_box::GridBox;
-use super::rtree::{MAX_CHILDREN, Node, NodeBoxes, Orphan, Slot};
+use super::rtree::{Node, Orphan, Slot};
 
 /// The most entries a flat list holds; one more turns it into a tree.
 pub(crate) const FLAT_MAX: usize = 32;
@@ -31,13 +31,16 @@ pub(crate) const FLAT_MAX: usize = 32;
 /// map whose size hovers around the limit does not convert back and forth.
 pub(crate) const FLAT_RETURN: usize = FLAT_MAX / 2;
 
+/// How many entries a flat list holds inline (more spill to the heap). Every region map carries
+/// this space, so it stays small: most maps hold a handful of entries.
+const FLAT_INLINE: usize = 8;
+
 /// Entries of a map of at most [`FLAT_MAX`] entries: `boxes[i]` holds `values[i]`.
 #[derive(Clone)]
 pub(crate) struct Flat<T> {
-    /// The leaf's own box list type (inline up to one leaf's entries, spilled beyond): a tree
-    /// that shrinks to one leaf hands its box list over as it is.
-    pub boxes: NodeBoxes,
-    pub values: SmallVec<[T; MAX_CHILDREN]>,
+    /// One spare inline slot, as the tree's nodes have, for the entry that overflows the list.
+    pub boxes: SmallVec<[GridBox; FLAT_INLINE + 1]>,
+    pub values: SmallVec<[T; FLAT_INLINE]>,
 }
 
 /// The entries of a [`RegionMap`](super::RegionMap): disjoint boxes with their values.
@@ -364,7 +367,7 @@ impl<T> EntryIndex<T> {
     fn flat_from_leaf(leaf: Node<T>) -> Flat<T> {
         let (boxes, values) = leaf.into_leaf();
         Flat {
-            boxes,
+            boxes: boxes.into_iter().collect(),
             values: values.collect(),
         }
     }

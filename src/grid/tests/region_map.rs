@@ -284,7 +284,8 @@ fn merges_on_update_1d() {
 
 #[test]
 fn merges_on_update_2d() {
-    let (h, w) = (64, 128);
+    // tall enough for a tree of three levels below 16-wide nodes
+    let (h, w) = (256, 512);
     let fresh = || RegionMap::new(Range::new(h, w, 1), D);
     let mut rm = fresh();
     rm.update_box(&b2([0, 0], [h, 64]), 3);
@@ -310,7 +311,7 @@ fn merges_on_update_2d() {
         rm.update_box(&b2([i * 2, w - 2 - i * 2], [h, w - i * 2]), 3);
     }
     assert_eq!(rm.len(), 2 * (h / 2));
-    rm.update_box(&b2([62, w / 2], [h, w / 2 + 2]), 3);
+    rm.update_box(&b2([h - 2, w / 2], [h, w / 2 + 2]), 3);
     assert_eq!(rm.len(), 1);
     assert_eq!(rm.depth(), 1);
 }
