@@ -399,7 +399,8 @@ fn chunk_requirements_into(
 /// The per-buffer regions of `chunk`, by evaluating every access's mapper on it, into `list`.
 fn evaluate_chunk(task: &Task, chunk: &GridBox, consumers_only: bool, list: &mut RequirementsList) {
     let map = task.access_map();
-    let mut builders: SmallVec<[(BufferId, RegionBuilder, RegionBuilder); 2]> = SmallVec::new();
+    // on the stack for up to four buffers (a stencil step's), as the instruction stage's lists
+    let mut builders: SmallVec<[(BufferId, RegionBuilder, RegionBuilder); 4]> = SmallVec::new();
     for (i, access) in map.accesses().iter().enumerate() {
         let pos = match builders.iter().position(|(b, _, _)| *b == access.bid) {
             Some(pos) => pos,

@@ -387,8 +387,9 @@ impl InstructionGraphGenerator {
         instructions: &[InstructionId],
     ) {
         // per chunk (its index), per buffer: reads, writes (including reduction outputs) and
-        // their bounds; pushed one by one (a collected list of lists was copied whole)
-        let mut sets: SmallVec<[(usize, AccessSets); 2]> = SmallVec::new();
+        // their bounds; pushed one by one (a collected list of lists was copied whole). Room for
+        // four on the stack: a stencil step touches four buffers, and spilling moved the first two.
+        let mut sets: SmallVec<[(usize, AccessSets); 4]> = SmallVec::new();
         for (i, r) in requirements.iter().enumerate() {
             for b in &r.buffers {
                 let writes = if task.reductions().iter().any(|r| r.bid == b.bid) {
