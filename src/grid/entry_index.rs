@@ -38,8 +38,7 @@ const FLAT_INLINE: usize = 8;
 /// Entries of a map of at most [`FLAT_MAX`] entries: `boxes[i]` holds `values[i]`.
 #[derive(Clone)]
 pub(crate) struct Flat<T> {
-    /// One spare inline slot, as the tree's nodes have, for the entry that overflows the list.
-    pub boxes: SmallVec<[GridBox; FLAT_INLINE + 1]>,
+    pub boxes: SmallVec<[GridBox; FLAT_INLINE]>,
     pub values: SmallVec<[T; FLAT_INLINE]>,
 }
 

@@ -273,10 +273,8 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     }
 
     /// Like [`RegionMap::change_box_values`] for every box of a region.
-    pub fn change_region_values(&mut self, r: &Region, mut f: impl FnMut(&mut T) -> bool) {
-        for b in r.boxes() {
-            self.change_box_values(b, &mut f);
-        }
+    pub fn change_region_values(&mut self, r: &Region, f: impl FnMut(&mut T) -> bool) {
+        self.change_region_values_impl::<false>(r, f);
     }
 
     /// [`RegionMap::change_region_values`] where every value `f` changes comes to hold something
@@ -284,11 +282,21 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     /// merge with another changed one, and a lone changed entry of the first box is not offered
     /// for merging (see [`RegionMap::update_box_unique`]). Later boxes may meet values the first
     /// one made, so they merge as usual.
-    pub fn change_region_values_unique(&mut self, r: &Region, mut f: impl FnMut(&mut T) -> bool) {
+    pub fn change_region_values_unique(&mut self, r: &Region, f: impl FnMut(&mut T) -> bool) {
+        self.change_region_values_impl::<true>(r, f);
+    }
+
+    /// The region form of both: with `UNIQUE`, only the first box takes the unique path.
+    #[inline]
+    fn change_region_values_impl<const UNIQUE: bool>(
+        &mut self,
+        r: &Region,
+        mut f: impl FnMut(&mut T) -> bool,
+    ) {
         let Some((first, rest)) = r.boxes().split_first() else {
             return;
         };
-        self.change_box_values_impl::<true>(first, &mut f);
+        self.change_box_values_impl::<UNIQUE>(first, &mut f);
         for b in rest {
             self.change_box_values(b, &mut f);
         }
@@ -331,15 +339,21 @@ impl<T: Clone + PartialEq> RegionMap<T> {
     /// [`RegionMap::update_box_unique`]): only the first box's entry skips the merge search, as
     /// the later ones may meet the value the first one set.
     pub fn update_region_unique(&mut self, r: &Region, value: T) {
+        self.update_region_impl::<true>(r, value);
+    }
+
+    /// The region form of both: with `UNIQUE`, only the first box takes the unique path.
+    #[inline]
+    fn update_region_impl<const UNIQUE: bool>(&mut self, r: &Region, value: T) {
         let Some((first, rest)) = r.boxes().split_first() else {
             return;
         };
         if rest.is_empty() {
             // one box (the usual case): the value moves in, without a clone
-            self.update_box_unique(first, value);
+            self.update_box_impl::<UNIQUE>(first, value);
             return;
         }
-        self.update_box_unique(first, value.clone());
+        self.update_box_impl::<UNIQUE>(first, value.clone());
         for b in rest {
             self.update_box(b, value.clone());
         }
@@ -347,15 +361,7 @@ impl<T: Clone + PartialEq> RegionMap<T> {
 
     /// Sets every point of the region (clamped to the extent) to `value`.
     pub fn update_region(&mut self, r: &Region, value: T) {
-        match r.boxes() {
-            // one box (the usual case): the value moves in, without a clone
-            [b] => self.update_box(b, value),
-            boxes => {
-                for b in boxes {
-                    self.update_box(b, value.clone());
-                }
-            }
-        }
+        self.update_region_impl::<false>(r, value);
     }
 
     /// The entries intersecting `b`, clamped to it, with equal-valued
