@@ -38,6 +38,16 @@ for b in "$bin"/*; do
   printf '{"reason":"compiler-artifact","executable":"%s","target":{"name":"%s","kind":["bench"]}}\n' "$b" "$(basename "$b")"
 done
 SHIM
+cat > "$dest/shim/git" <<'SHIM'
+#!/usr/bin/env bash
+# Stand-in for the `git -C DIR rev-parse HEAD` that names "our commit" in load.log: the staged
+# commit (the device copy's own head is whatever main was when it was copied).
+if [ $# = 4 ] && [ "$1" = -C ] && [ "$3" = rev-parse ] && [ "$4" = HEAD ]; then
+  cat "$(cd "$(dirname "$0")/.." && pwd)/COMMIT"
+else
+  PATH=${PATH#*/shim:} exec git "$@"
+fi
+SHIM
 cat > "$dest/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # The side-by-side run on the device machine with the staged binaries (see
@@ -48,7 +58,7 @@ echo "our commit $(cat "$here/COMMIT")"
 PATH=$here/shim:$PATH LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
   LOAD_WAIT_MIN=${LOAD_WAIT_MIN:-0} bash "$here/bench-side-by-side.sh" "$here/benchmarks" "$here"
 RUN
-chmod +x "$dest/shim/cargo" "$dest/run.sh"
+chmod +x "$dest/shim/cargo" "$dest/shim/git" "$dest/run.sh"
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src benches || echo '+dirty')" > "$dest/COMMIT"
 du -sh "$dest"
 echo "staged $dest ($(cat "$dest/COMMIT")); on the device: OUT=\$OUT/sbs bash $dest/run.sh"
