@@ -2,12 +2,13 @@
 // baseline measured in the same process. Built and run on the GPU machine by run.sh; prints one
 // markdown table (and raw lines starting with "raw:"), exits non-zero on a wrong result.
 //
-//   gpu_bench [all|transfer-options|transfers|floor|graphs]
+//   gpu_bench [all|transfer-options|transfers|floor|graphs|register|staging|late-read]
 //     all: every figure; transfer-options: only the raw measurements of the ways to move user
 //     memory; transfers: those and the runtime's transfers; floor: the per-task figures only;
 //     graphs: raw CUDA only, the cost of an event per kernel and of CUDA graph launches;
 //     register: raw CUDA only, page-locking user memory per transfer against the staged copy;
-//     staging: raw CUDA only, the staged D2H into pageable memory by chunk size and slot count
+//     staging: raw CUDA only, the staged D2H into pageable memory by chunk size and slot count;
+//     late-read: what slows a read that comes a while after its buffer's create
 #include <cuda_runtime.h>
 #include <emmintrin.h>
 #include <gnu/libc-version.h>
@@ -742,6 +743,81 @@ static void runtime_transfers() {
         fmt("%.1f ms", t_raw_create * 1e3) + " (16 threads into fresh huge pages)", "", "");
 }
 
+// What slows a read that comes a while after its buffer's create (`late-read` mode): each
+// variant three times, as GB/s of the whole submit-to-wait, beside raw pinned copies made
+// right away and after the same pause (an idle GPU or PCIe link may clock down).
+static void spin_for(double seconds) {
+    double end = now() + seconds;
+    while (now() < end) {
+    }
+}
+static void late_read() {
+    const size_t n = GIB / sizeof(float);
+    float* init = (float*)malloc(GIB);
+    for (size_t i = 0; i < n; ++i) init[i] = (float)(i % 1000);
+    float flag = 0;
+    celerity_buffer* flag_buf = buffer(1, 1, 1, &flag, "flag");
+    auto read = [&](celerity_buffer* b) {
+        double t0 = now();
+        submit("touch", 1, n, 1, {{b, CELERITY_ACCESS_READ, celerity_one_to_one()}, {flag_buf, CELERITY_ACCESS_READ_WRITE, celerity_all()}},
+               k_touch);
+        OK(celerity_wait());
+        return GIB / (now() - t0) / 1e9;
+    };
+    celerity_buffer* warm = buffer(1, n, 1, init, "warm-up");
+    read(warm);
+    OK(celerity_buffer_release(warm));
+    OK(celerity_wait());
+
+    // raw: one registered 1 GiB host range to one device allocation
+    void* dev = nullptr;
+    CU(cudaMalloc(&dev, GIB));
+    char* host = huge_page_malloc(GIB);
+    memcpy(host, init, GIB);
+    CU(cudaHostRegister(host, GIB, cudaHostRegisterDefault));
+    auto raw = [&](double pause, bool spin) {
+        if (spin) spin_for(pause); else usleep((useconds_t)(pause * 1e6));
+        double t0 = now();
+        CU(cudaMemcpy(dev, host, GIB, cudaMemcpyHostToDevice));
+        return GIB / (now() - t0) / 1e9;
+    };
+
+    struct Variant {
+        const char* name;
+        double pause;
+        bool spin, drain_previous;
+    };
+    const Variant variants[] = {
+        {"read right after create, previous buffer's release waited for", 0, false, true},
+        {"read 100 ms after create (sleep), previous buffer released just before the create", 0.1, false, false},
+        {"read 100 ms after create (sleep), previous buffer's release waited for", 0.1, false, true},
+        {"read 100 ms after create (spin), previous buffer's release waited for", 0.1, true, true},
+        {"read 10 ms after create (sleep), previous buffer's release waited for", 0.01, false, true},
+    };
+    celerity_buffer* previous = nullptr;
+    for (int round = 0; round < 3; ++round) {
+        printf("raw pinned H2D: right away %.1f, after 100 ms sleep %.1f, after 100 ms spin %.1f, after 10 ms sleep %.1f GB/s\n",
+               raw(0, false), raw(0.1, false), raw(0.1, true), raw(0.01, false));
+        for (const Variant& v : variants) {
+            if (previous != nullptr) {
+                OK(celerity_buffer_release(previous));
+                if (v.drain_previous) OK(celerity_wait());
+            }
+            celerity_buffer* b = buffer(1, n, 1, init, "user-1GiB");
+            if (v.spin) spin_for(v.pause); else if (v.pause > 0) usleep((useconds_t)(v.pause * 1e6));
+            printf("runtime: %-85s %.1f GB/s\n", v.name, read(b));
+            previous = b;
+        }
+    }
+    OK(celerity_buffer_release(previous));
+    OK(celerity_buffer_release(flag_buf));
+    OK(celerity_wait());
+    CU(cudaHostUnregister(host));
+    free(host);
+    CU(cudaFree(dev));
+    free(init);
+}
+
 static void raw_launches(int count, double* independent, double* chained) {
     cudaStream_t s;
     CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -1020,7 +1096,7 @@ static void launch_error() {
 
 int main(int argc, char** argv) {
     std::string mode = argc > 1 ? argv[1] : "all";
-    bool runtime = mode == "all" || mode == "floor" || mode == "transfers";
+    bool runtime = mode == "all" || mode == "floor" || mode == "transfers" || mode == "late-read";
     int dev = 0;
     cudaDeviceProp prop;
     CU(cudaGetDeviceProperties(&prop, dev));
@@ -1039,7 +1115,7 @@ int main(int argc, char** argv) {
         graph_options();
         return 0;
     }
-    if (mode != "floor") transfer_options();
+    if (mode != "floor" && mode != "late-read") transfer_options();
     if (runtime) {
         celerity_config* cfg = nullptr;
         OK(celerity_config_create(&cfg));
@@ -1054,7 +1130,8 @@ int main(int argc, char** argv) {
         OK(celerity_runtime_init(nullptr, nullptr, cfg));
         celerity_config_destroy(cfg);
         if (mode == "all" || mode == "transfers") runtime_transfers();
-        if (mode != "transfers") task_floor();
+        if (mode == "late-read") late_read();
+        if (mode != "transfers" && mode != "late-read") task_floor();
         if (mode == "all") {
             overlap();
             metg_sweep();

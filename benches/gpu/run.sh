@@ -7,7 +7,7 @@
 # In modes all and floor the per-task figures are measured again with cuda_graphs=off (every
 # kernel launched on its stream) and with accessor boundary checking on (device-side records per
 # chunk).
-#   benches/gpu/run.sh [all|transfer-options|transfers|floor]
+#   benches/gpu/run.sh [all|transfer-options|transfers|floor|late-read|...]   (gpu_bench.cu lists the modes)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 LIB_DIR=$(cd "${LIB_DIR:-gpu_carry}" && pwd)
