@@ -34,7 +34,7 @@
 //!   through host memory by the instruction graph.
 //! * Host tasks and host↔host copies run on host lane threads, as in the host backend.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -45,6 +45,7 @@ const GIB: f64 = (1u64 << 30) as f64;
 
 use super::SendPtr;
 use super::bounds::BoundsRecords;
+use super::device_cache::{self, DeviceBlockCache};
 use super::event::{AsyncEvent, Completion, EventCompleter};
 use super::host::host_copy_job;
 use super::host_copy::HostPinner;
@@ -85,6 +86,48 @@ fn device_error(what: &str, error: DriverError) -> Error {
 
 fn check(what: &str, code: sys::CUresult) -> Result<()> {
     code.result().map_err(|e| device_error(what, e))
+}
+
+/// `bytes` of device memory in `memory` (its context current): a kept block of that size, else
+/// the driver's, after returning the kept blocks of `memory` to it when it has too little.
+fn allocate_device(
+    memory: MemoryId,
+    bytes: usize,
+    kept: &Mutex<DeviceBlockCache>,
+) -> Result<usize> {
+    if let Some(address) = kept.lock().take(memory, bytes) {
+        return Ok(address);
+    }
+    let mut pointer: sys::CUdeviceptr = 0;
+    // SAFETY: valid out-pointer; the context is current.
+    let mut code = unsafe { sys::cuMemAlloc_v2(&mut pointer, bytes) };
+    if code == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+        let returned = kept.lock().drain(memory);
+        if !returned.is_empty() {
+            // SAFETY: kept blocks from cuMemAlloc in this context that nothing uses.
+            unsafe { free_device_blocks(&returned) }?;
+            // SAFETY: as above.
+            code = unsafe { sys::cuMemAlloc_v2(&mut pointer, bytes) };
+        }
+    }
+    check("cuMemAlloc", code)?;
+    Ok(pointer as usize)
+}
+
+/// Returns device blocks to the driver (all are freed; the first failure is reported).
+///
+/// # Safety
+/// Each address must come from `cuMemAlloc` in the current context, and nothing may use it.
+unsafe fn free_device_blocks(addresses: &[usize]) -> Result<()> {
+    let mut outcome = Ok(());
+    for &address in addresses {
+        // SAFETY: forwarded contract.
+        let freed = check("cuMemFree", unsafe {
+            sys::cuMemFree_v2(address as sys::CUdeviceptr)
+        });
+        outcome = outcome.and(freed);
+    }
+    outcome
 }
 
 /// Loads the driver and initialises it, or says why CUDA is unusable here.
@@ -183,8 +226,10 @@ pub struct CudaBackend {
     host_lanes: Lanes,
     alloc_queue: ThreadQueue,
     pending: PendingEvents,
-    /// Live allocations by (memory, address), to reject bad frees.
-    live: Arc<Mutex<HashSet<(MemoryId, usize)>>>,
+    /// Live allocations by (memory, address), with their bytes, to reject bad frees.
+    live: Arc<Mutex<HashMap<(MemoryId, usize), usize>>>,
+    /// Freed device blocks kept for the next allocation of their size.
+    device_blocks: Arc<Mutex<DeviceBlockCache>>,
     /// Pinned host memory: memory 1's allocations and staging chunks.
     pool: SharedPool,
     /// Pinned slots for the host records of kernel chunks (`accessor_boundary_check`).
@@ -290,6 +335,12 @@ impl CudaBackend {
             pool: pool.clone(),
             alive: Mutex::new(true),
         });
+        let block_bounds = devices.iter().zip(&system.devices).map(|(device, info)| {
+            // SAFETY: `cu_device` is a valid device handle.
+            let bytes = unsafe { result::device::total_mem(device.cu_device) }.unwrap_or(0);
+            (info.native_memory, device_cache::byte_bound(bytes))
+        });
+        let device_blocks = Arc::new(Mutex::new(DeviceBlockCache::new(block_bounds)));
         Ok(Self {
             system,
             devices,
@@ -297,6 +348,7 @@ impl CudaBackend {
             alloc_queue,
             pending: Arc::default(),
             live: Arc::default(),
+            device_blocks,
             pinner,
             submission_recorder: None,
             poll_scratch: Vec::new(),
@@ -545,7 +597,7 @@ impl Backend for CudaBackend {
             }
         };
         let context = target.unwrap_or(self.devices[0].context);
-        let live = self.live.clone();
+        let (live, blocks) = (self.live.clone(), self.device_blocks.clone());
         let (pool, pageable) = (self.pool.clone(), self.pageable.clone());
         self.alloc_queue.submit(move || {
             let limit = if target.is_some() { 256 } else { 4096 };
@@ -557,10 +609,8 @@ impl Backend for CudaBackend {
             make_current(context)?;
             let bytes = size.max(1);
             let address = if target.is_some() {
-                let mut pointer: sys::CUdeviceptr = 0;
-                // SAFETY: valid out-pointer; the context is current.
-                check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut pointer, bytes) }).map_err(|e| e.context(format!("allocating {size} bytes in {memory}")))?;
-                pointer as usize
+                allocate_device(memory, bytes, &blocks)
+                    .map_err(|e| e.context(format!("allocating {size} bytes in {memory}")))?
             } else if let Some(address) = pool.lock().acquire(bytes) {
                 address // page-aligned: satisfies any alignment up to 4096
             } else {
@@ -571,7 +621,7 @@ impl Backend for CudaBackend {
                 pageable.lock().insert(address, allocation);
                 address
             };
-            live.lock().insert((memory, address));
+            live.lock().insert((memory, address), bytes);
             Ok(Completion::Allocation(address))
         })
     }
@@ -583,15 +633,15 @@ impl Backend for CudaBackend {
             .map_or(self.devices[0].context, |d| {
                 self.devices[d.0 as usize].context
             });
-        let live = self.live.clone();
+        let (live, blocks) = (self.live.clone(), self.device_blocks.clone());
         let (pool, pageable) = (self.pool.clone(), self.pageable.clone());
         let address = ptr as usize;
         self.alloc_queue.submit(move || {
-            if !live.lock().remove(&(memory, address)) {
+            let Some(bytes) = live.lock().remove(&(memory, address)) else {
                 return Err(Error::internal(format!(
                     "free of {address:#x} in {memory}, which is not a live allocation"
                 )));
-            }
+            };
             make_current(context)?;
             if memory == MemoryId::HOST {
                 // Pinned blocks go back to the pool, pageable ones are dropped.
@@ -601,10 +651,9 @@ impl Backend for CudaBackend {
                     )));
                 }
             } else {
-                // SAFETY: the address came from cuMemAlloc and is no longer used.
-                check("cuMemFree", unsafe {
-                    sys::cuMemFree_v2(address as sys::CUdeviceptr)
-                })?;
+                let evicted = blocks.lock().keep(memory, bytes, address);
+                // SAFETY: blocks from cuMemAlloc that nothing uses any more.
+                unsafe { free_device_blocks(&evicted) }?;
             }
             Ok(Completion::Done)
         })
@@ -755,6 +804,24 @@ impl Backend for CudaBackend {
 impl Drop for CudaBackend {
     fn drop(&mut self) {
         *self.pinner.alive.lock() = false;
+        // The executor has retired every instruction: the allocation thread is idle, and the
+        // kept device blocks go back to the driver while the contexts exist.
+        let mut blocks = self.device_blocks.lock();
+        tracing::debug!(
+            "CUDA backend: {} device allocation(s) served by a kept block",
+            blocks.reuses()
+        );
+        for (memory, address) in blocks.drain_all() {
+            let device = self
+                .system
+                .device_of(memory)
+                .map(|d| &self.devices[d.0 as usize]);
+            if device.is_some_and(|d| make_current(d.context).is_ok()) {
+                // SAFETY: a kept block from cuMemAlloc in the current context, unused.
+                let _ = unsafe { free_device_blocks(&[address]) };
+            }
+        }
+        drop(blocks);
         let mut retained = Vec::with_capacity(self.devices.len());
         for (index, device) in std::mem::take(&mut self.devices).into_iter().enumerate() {
             let lanes = device.lanes.clone();

@@ -14,6 +14,8 @@ mod copy_stores;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod cuda_error_names;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub mod device_cache;
 pub mod event;
 pub mod host;
 pub mod host_copy;

@@ -889,3 +889,81 @@ fn a_launcher_copying_from_pageable_memory_in_a_graph_batch_fails_it_with_a_clea
     }
     assert!(outcomes[0].is_err(), "{outcomes:?}");
 }
+
+#[test]
+fn a_freed_device_block_serves_the_next_allocation_of_its_size() {
+    let Some(mut backend) =
+        backend_or_skip("a_freed_device_block_serves_the_next_allocation_of_its_size")
+    else {
+        return;
+    };
+    let memory = backend.system_info().devices[0].native_memory;
+    let free = |backend: &mut CudaBackend, pointer| free_unused(backend, memory, pointer);
+    let bytes = 64 << 20;
+    let first = allocate(&mut backend, memory, bytes);
+    free(&mut backend, first);
+    assert_eq!(backend.device_blocks.lock().kept_bytes(memory), bytes);
+    let again = allocate(&mut backend, memory, bytes);
+    assert_eq!(again, first, "the kept block is reused");
+    assert_eq!(backend.device_blocks.lock().kept_bytes(memory), 0);
+    let other_size = allocate(&mut backend, memory, bytes / 2);
+    assert_ne!(other_size, first);
+    // A freed block of exactly the size must not be handed out twice, nor a live one reused.
+    free(&mut backend, again);
+    let third = allocate(&mut backend, memory, bytes);
+    let fourth = allocate(&mut backend, memory, bytes);
+    assert_ne!(third, fourth);
+    for pointer in [other_size, third, fourth] {
+        free(&mut backend, pointer);
+    }
+    assert_eq!(
+        backend.device_blocks.lock().kept_bytes(memory),
+        bytes * 2 + bytes / 2
+    );
+    // Dropping the backend returns the kept blocks while its contexts exist.
+    drop(backend);
+}
+
+#[test]
+fn kept_device_blocks_make_way_for_an_allocation_that_needs_their_memory() {
+    let Some(mut backend) =
+        backend_or_skip("kept_device_blocks_make_way_for_an_allocation_that_needs_their_memory")
+    else {
+        return;
+    };
+    let memory = backend.system_info().devices[0].native_memory;
+    make_current(backend.devices[0].context).unwrap();
+    let (_, total_bytes) = device_memory_info();
+    // Kept blocks of one size fill a sixteenth of the device; then an allocation of most of the
+    // rest only fits once they are returned.
+    let block = device_cache::byte_bound(total_bytes) / 4;
+    let blocks: Vec<*mut u8> = (0..4)
+        .map(|_| allocate(&mut backend, memory, block))
+        .collect();
+    for pointer in blocks {
+        free_unused(&mut backend, memory, pointer);
+    }
+    assert_eq!(backend.device_blocks.lock().kept_bytes(memory), 4 * block);
+    let (free_bytes, _) = device_memory_info();
+    let pointer = allocate(&mut backend, memory, free_bytes + block);
+    assert_eq!(backend.device_blocks.lock().kept_bytes(memory), 0);
+    free_unused(&mut backend, memory, pointer);
+}
+
+/// Frees an allocation of `memory` that nothing uses and waits for it.
+fn free_unused(backend: &mut CudaBackend, memory: MemoryId, pointer: *mut u8) {
+    // SAFETY: the caller's allocation, live and unused.
+    let event = unsafe { backend.enqueue_free(memory, pointer) };
+    wait(backend, &event).unwrap();
+}
+
+/// Free and total bytes of the current context's device.
+fn device_memory_info() -> (usize, usize) {
+    let (mut free_bytes, mut total_bytes) = (0usize, 0usize);
+    // SAFETY: valid out-pointers; the caller made a context current.
+    check("cuMemGetInfo", unsafe {
+        sys::cuMemGetInfo_v2(&mut free_bytes, &mut total_bytes)
+    })
+    .unwrap();
+    (free_bytes, total_bytes)
+}
