@@ -17,7 +17,9 @@
 //!   captured and launched as one CUDA graph ([`graphs`]).
 //! * Host memory (memory 1) is pinned (`cuMemHostAlloc`, portable) and comes from a bounded
 //!   [`PinnedPool`], so repeated host allocations reuse page-locked blocks; beyond the pool's
-//!   limit host allocations are pageable. Device memory comes from `cuMemAlloc`.
+//!   limit host allocations are pageable. Device memory comes from `cuMemAlloc`; freed device
+//!   blocks are kept for the next allocation of their size ([`DeviceBlockCache`]), within a
+//!   bound, and returned when an allocation runs out of memory.
 //! * User memory (memory 0) copies to and from device memories directly ([`copy`]): a
 //!   contiguous copy with a pageable end is staged through pinned chunks with parallel host
 //!   copies ([`staging`], whose slots are pinned in the background when the backend starts);
