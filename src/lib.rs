@@ -37,4 +37,4 @@ pub use error::{Error, ErrorKind, Result};
 /// the allocating thread contends for (`__lll_lock_wait_private` in the H200 floor profile).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static RUNTIME_HEAP: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static RUNTIME_HEAP: backend::runtime_heap::RuntimeHeap = backend::runtime_heap::RuntimeHeap;

@@ -24,6 +24,8 @@ pub mod interface;
 pub mod nd_memory;
 pub mod parallel_copy;
 pub mod pinned_pool;
+#[cfg(feature = "mimalloc")]
+pub mod runtime_heap;
 pub mod system_info;
 pub mod thread_queue;
 
