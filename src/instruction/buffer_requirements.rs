@@ -13,7 +13,7 @@ use crate::task::{BufferLabel, Task, fmt_region};
 use crate::types::{BufferId, MemoryId};
 
 use super::buffer_state::{PendingReceive, PerMemory, ReadsByMemory};
-use super::coherence::reader_up_to_date;
+use super::coherence::{ReadState, read_state, reader_up_to_date};
 use super::generator::{InstructionGraphGenerator, LocalChunk, SCALAR_BOX};
 use super::requirements::ChunkRequirements;
 
@@ -216,6 +216,69 @@ impl InstructionGraphGenerator {
             reads_by_memory.entry(chunk.memory).push(b.reads.clone());
             self.copy_to_readers(bid, &reads_by_memory);
         }
+        Backing::Satisfied
+    }
+
+    /// [`Self::satisfy_backed_requirements`] for a task of several chunks (a device task on
+    /// several devices): no reduction of `bid`, no pending receive, and every box each chunk
+    /// needs is backed by one allocation of its memory. Chunks that read uninitialised data
+    /// leave the report to the general step, which makes one report of their union (one
+    /// problem, one report). Otherwise does nothing and says why.
+    // Out of line: inlined, it moved the one-chunk path's code (+0.05 % on idag1 jacobi).
+    #[inline(never)]
+    pub(super) fn satisfy_backed_requirements_of_chunks(
+        &mut self,
+        bid: BufferId,
+        task: &Task,
+        chunks: &[LocalChunk],
+        requirements: &[ChunkRequirements],
+    ) -> Backing {
+        let buffer = &self.buffers[bid];
+        if !buffer.pending_receives.is_empty() || task.reductions().iter().any(|r| r.bid == bid) {
+            return Backing::General;
+        }
+        let backed = chunks.iter().zip(requirements).all(|(c, r)| {
+            let memory = &buffer.memories[c.memory.0 as usize];
+            r.buffer(bid)
+                .contiguous
+                .iter()
+                .all(|b| memory.is_allocated_contiguously(b))
+        });
+        if !backed {
+            return Backing::NeedsAllocation;
+        }
+        let checks_reads = self.policies.uninitialized_read != ErrorPolicy::Ignore;
+        let mut all_up_to_date = true;
+        for (c, r) in chunks.iter().zip(requirements) {
+            let reads = &r.buffer(bid).reads;
+            if reads.is_empty() {
+                continue;
+            }
+            match read_state(&buffer.up_to_date, c.memory, reads) {
+                ReadState::UpToDate => {}
+                ReadState::Lacking => all_up_to_date = false,
+                ReadState::Uninitialized if checks_reads => return Backing::General,
+                ReadState::Uninitialized => all_up_to_date = false,
+            }
+        }
+        if all_up_to_date {
+            debug_assert!(
+                chunks
+                    .iter()
+                    .zip(requirements)
+                    .all(|(c, r)| self.finds_nothing_to_copy(bid, c.memory, &r.buffer(bid).reads))
+            );
+            return Backing::Satisfied;
+        }
+        // grouped as the general step groups them, so that the copies come out the same
+        let mut reads_by_memory: ReadsByMemory = PerMemory::new();
+        for (c, r) in chunks.iter().zip(requirements) {
+            let reads = &r.buffer(bid).reads;
+            if !reads.is_empty() {
+                reads_by_memory.entry(c.memory).push(reads.clone());
+            }
+        }
+        self.copy_to_readers(bid, &reads_by_memory);
         Backing::Satisfied
     }
 

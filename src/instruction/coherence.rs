@@ -225,6 +225,43 @@ pub(super) fn reader_up_to_date(
     up_to_date_here
 }
 
+/// What a reader in one memory finds of the region it reads (see [`read_state`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum ReadState {
+    /// Every element is up to date in the reader's memory.
+    UpToDate,
+    /// Some element is up to date only elsewhere (a copy is due); none is uninitialised.
+    Lacking,
+    /// Some element is up to date nowhere.
+    Uninitialized,
+}
+
+/// [`reader_up_to_date`] that also tells uninitialised elements apart (one query for both).
+pub(super) fn read_state(
+    up_to_date: &RegionMap<MemoryMask>,
+    dest: MemoryId,
+    read: &Region,
+) -> ReadState {
+    let state_of = |mask: &MemoryMask| {
+        if mask.is_empty() {
+            ReadState::Uninitialized
+        } else if mask.contains(dest) {
+            ReadState::UpToDate
+        } else {
+            ReadState::Lacking
+        }
+    };
+    if let Some(only) = up_to_date.single_value() {
+        return state_of(only);
+    }
+    let mut state = ReadState::UpToDate;
+    up_to_date.query_region(read, |_, mask| match (state, state_of(mask)) {
+        (ReadState::Uninitialized, _) | (_, ReadState::UpToDate) => {}
+        (_, found) => state = found,
+    });
+    state
+}
+
 /// Step 1: the elements each reader lacks, grouped by original writer and split by source and
 /// destination allocation, as direct or staged copies.
 fn collect_copy_needs(

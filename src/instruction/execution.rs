@@ -93,14 +93,15 @@ impl InstructionGraphGenerator {
             self.report_overlapping_writes(task, &requirements);
         }
         for &bid in &bids {
-            let mut needs_allocation = false;
-            if let ([c], [r]) = (chunks.as_slice(), requirements.as_slice()) {
-                match self.satisfy_backed_requirements(bid, task, c, r) {
-                    Backing::Satisfied => continue,
-                    Backing::NeedsAllocation => needs_allocation = true,
-                    Backing::General => {}
-                }
-            }
+            let backing = match (chunks.as_slice(), requirements.as_slice()) {
+                ([c], [r]) => self.satisfy_backed_requirements(bid, task, c, r),
+                _ => self.satisfy_backed_requirements_of_chunks(bid, task, &chunks, &requirements),
+            };
+            let needs_allocation = match backing {
+                Backing::Satisfied => continue,
+                Backing::NeedsAllocation => true,
+                Backing::General => false,
+            };
             self.satisfy_buffer_requirements(
                 bid,
                 task,

@@ -315,6 +315,23 @@ fn uninitialized_reads_are_errors_under_the_strict_policy() {
 }
 
 #[test]
+fn an_uninitialized_read_of_allocated_memory_on_several_devices_is_one_report() {
+    // the second read finds the buffer allocated on all four devices (the shortcut for backed
+    // buffers) and still uninitialised: one report naming the whole region, as for the first
+    let mut ctx = Ctx::new(4);
+    let buf = ctx.buffer(&[256], false);
+    for _ in 0..2 {
+        ctx.device(&[256], CommandGroup::new().read(buf, RangeMapper::OneToOne));
+    }
+    assert_eq!(ctx.errors.len(), 2, "{:?}", ctx.errors);
+    for e in &ctx.errors {
+        assert_eq!(e.kind(), crate::ErrorKind::AccessPattern);
+        assert!(e.message().contains("B0 {[0,256)}"), "{}", e.message());
+    }
+    assert_eq!(ctx.select(is_kernel).len(), 8);
+}
+
+#[test]
 fn uninitialized_reads_are_tolerated_when_ignored() {
     let mut ctx = Ctx::builder().policies(Policies::ignore_all()).build();
     let buf = ctx.buffer(&[256], false);
