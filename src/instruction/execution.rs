@@ -72,6 +72,21 @@ fn touched_mut<'a>(
         .map(|a| &mut **a)
 }
 
+/// Whether the writes of two chunks to the `b`-th buffer of their requirements can overlap:
+/// their bounding boxes intersect. The usual split of a kernel over the devices writes disjoint
+/// boxes, which box tests show without building the union of all writes.
+fn writes_may_overlap(requirements: &[ChunkRequirements], b: usize) -> bool {
+    let mut bounds: SmallVec<[GridBox; 4]> = SmallVec::new();
+    for r in requirements {
+        let bounding_box = r.buffers[b].writes.bounding_box();
+        if bounds.iter().any(|other| other.intersects(&bounding_box)) {
+            return true;
+        }
+        bounds.push(bounding_box);
+    }
+    false
+}
+
 impl InstructionGraphGenerator {
     pub(super) fn compile_execution(
         &mut self,
@@ -262,6 +277,9 @@ impl InstructionGraphGenerator {
         }
         let mut overlaps: Vec<(BufferId, Region)> = Vec::new();
         for (b, first) in requirements[0].buffers.iter().enumerate() {
+            if !writes_may_overlap(requirements, b) {
+                continue;
+            }
             let mut written = first.writes.clone();
             let mut overlap = Region::new();
             for r in &requirements[1..] {

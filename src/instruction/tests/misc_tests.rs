@@ -353,6 +353,46 @@ fn overlapping_writes_are_errors_under_the_strict_policy() {
     assert!(ctx.errors[0].message().contains("overlapping writes"));
 }
 
+/// A mapper of 1-d chunks of `[0, 256)`: `[o, o + r)` maps to `[f(o), f(o) + len(r))`.
+fn mapped_1d(f: impl Fn(usize, usize) -> (usize, usize) + Send + Sync + 'static) -> RangeMapper {
+    RangeMapper::Custom(Arc::new(move |ck: &crate::task::Chunk, _, _| {
+        let (offset, len) = f(ck.offset[0], ck.range[0]);
+        Subrange::new(Id::new(offset, 0, 0), Range::new(len, 1, 1))
+    }))
+}
+
+#[test]
+fn overlapping_writes_of_chunks_that_are_not_neighbours_are_reported_exactly() {
+    // on four devices, chunk [o, o + 64) writes [o, o + 128) clipped to the buffer: every chunk
+    // overlaps the next, and the report names the union of all overlaps
+    let mut ctx = Ctx::new(4);
+    let buf = ctx.buffer(&[256], false);
+    let spill = mapped_1d(|o, r| (o, (2 * r).min(256 - o)));
+    ctx.device(&[256], CommandGroup::new().discard_write(buf, spill));
+    assert_eq!(ctx.errors.len(), 1, "{:?}", ctx.errors);
+    let message = ctx.errors[0].message();
+    assert!(message.contains("overlapping writes"), "{message}");
+    assert!(message.contains("B0 {[64,256)}"), "{message}");
+}
+
+#[test]
+fn interleaved_writes_whose_bounds_intersect_are_no_overlap() {
+    // chunk [o, o + 64) writes [o/2, o/2 + 32) and [128 + o/2, 128 + o/2 + 32): the chunks'
+    // bounding boxes intersect, their writes do not
+    let mut ctx = Ctx::new(4);
+    let buf = ctx.buffer(&[256], false);
+    let low = mapped_1d(|o, r| (o / 2, r / 2));
+    let high = mapped_1d(|o, r| (128 + o / 2, r / 2));
+    ctx.device(
+        &[256],
+        CommandGroup::new()
+            .discard_write(buf, low)
+            .discard_write(buf, high),
+    );
+    assert!(ctx.errors.is_empty(), "{:?}", ctx.errors);
+    assert_eq!(ctx.select(is_kernel).len(), 4);
+}
+
 #[test]
 fn overlapping_writes_are_tolerated_when_ignored() {
     let mut ctx = Ctx::builder()
