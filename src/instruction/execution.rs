@@ -96,7 +96,15 @@ impl InstructionGraphGenerator {
         is_reduction_initializer: bool,
     ) -> crate::Result<()> {
         self.create_collective_group(task);
-        let chunks = self.split_task(task, &execution_box, true)?;
+        // looked at in place: moving the slot out on every compilation cost more than a
+        // one-chunk split
+        let chunks = match &self.anticipated_split {
+            Some((tid, b, _)) if *tid == task.id() && *b == execution_box => {
+                let (_, _, chunks) = self.anticipated_split.take().expect("matched above");
+                chunks
+            }
+            _ => self.split_task(task, &execution_box, true)?,
+        };
         let bids = touched_buffers(task);
         // evaluated into the records of earlier tasks
         let mut requirements = std::mem::take(&mut self.requirements);
@@ -528,6 +536,9 @@ impl InstructionGraphGenerator {
         let Ok(chunks) = self.split_task(task, execution_range, false) else {
             return SchedulingHint::IsSelfContained;
         };
+        // kept for the compilation only where splitting reports nothing (an oversubscription
+        // hint can be refused, which the compilation's split reports)
+        let keep_split = task.hints().oversubscribe <= 1;
         let mut required: SmallVec<[((BufferId, MemoryId), BoxVec); 2]> = SmallVec::new();
         let mut require = |bid: BufferId, mid: MemoryId, boxes: &[GridBox]| match required
             .iter_mut()
@@ -558,6 +569,9 @@ impl InstructionGraphGenerator {
             for c in &chunks {
                 require(r.bid, c.memory, &[SCALAR_BOX]);
             }
+        }
+        if keep_split {
+            self.anticipated_split = Some((task.id(), *execution_range, chunks));
         }
         let mut would_allocate = false;
         for ((bid, mid), boxes) in required {

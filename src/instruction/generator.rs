@@ -26,6 +26,8 @@
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::backend::system_info::SystemInfo;
 use crate::comm::OutboundPilot;
 use crate::command::{Command, CommandKind};
@@ -118,6 +120,10 @@ pub struct InstructionGraphGenerator {
     /// The await-pushes the execution being compiled consumes (empty between compilations),
     /// kept for its storage: a chained task consumes one per task.
     pub(super) applied_receives: Vec<super::buffer_state::PendingReceive>,
+    /// The split that [`Self::anticipate`] made of the last task it looked at (task, local
+    /// execution box, chunks): the compilation that usually follows at once takes it instead of
+    /// splitting again.
+    pub(super) anticipated_split: Option<(TaskId, GridBox, SmallVec<[LocalChunk; 1]>)>,
 }
 
 impl InstructionGraphGenerator {
@@ -152,6 +158,7 @@ impl InstructionGraphGenerator {
             error: None,
             requirements: Vec::new(),
             applied_receives: Vec::new(),
+            anticipated_split: None,
         }
     }
 

@@ -575,3 +575,70 @@ fn generation_is_deterministic() {
     };
     assert_eq!(build(), build());
 }
+
+/// Device and execution box of every device kernel, in creation order.
+fn kernel_chunks(ctx: &Ctx) -> Vec<(u64, crate::grid::GridBox)> {
+    ctx.select(is_kernel)
+        .iter()
+        .map(|k| match k.kind() {
+            InstructionKind::DeviceKernel {
+                device,
+                execution_box,
+                ..
+            } => (device.0, *execution_box),
+            _ => unreachable!(),
+        })
+        .collect()
+}
+
+#[test]
+fn lookahead_compiles_the_chunks_it_anticipated() {
+    // with lookahead, a chained task's split is made once, when its command is anticipated, and
+    // compiled from there: the same chunks on the same devices as without lookahead
+    let chunks_with = |lookahead| {
+        let mut ctx = Ctx::builder().devices(4).lookahead(lookahead).build();
+        let buf = ctx.buffer(&[256], true);
+        for _ in 0..3 {
+            ctx.device(
+                &[256],
+                CommandGroup::new().read_write(buf, RangeMapper::OneToOne),
+            );
+        }
+        ctx.finish();
+        assert!(ctx.errors.is_empty(), "{:?}", ctx.errors);
+        kernel_chunks(&ctx)
+    };
+    let plain = chunks_with(Lookahead::None);
+    assert_eq!(plain.len(), 12);
+    let quarter = |i: usize| gbox([64 * i, 0, 0], [64 * (i + 1), 1, 1]);
+    assert_eq!(
+        &plain[..4],
+        &(0..4).map(|i| (i as u64, quarter(i))).collect::<Vec<_>>()[..]
+    );
+    assert_eq!(chunks_with(Lookahead::Auto), plain);
+    assert_eq!(chunks_with(Lookahead::Infinite), plain);
+}
+
+#[test]
+fn refused_oversubscription_is_reported_under_lookahead() {
+    // the anticipated split of a task whose hint is refused is not kept: the compilation's own
+    // split reports the refusal
+    let mut ctx = Ctx::builder().devices(2).lookahead(Lookahead::Auto).build();
+    let buf = ctx.buffer(&[1], false);
+    ctx.device(
+        &[256],
+        CommandGroup::new()
+            .reduction(crate::types::ReductionId(1), buf, true)
+            .hint_oversubscribe(2),
+    );
+    ctx.finish();
+    assert_eq!(ctx.errors.len(), 1, "{:?}", ctx.errors);
+    assert!(
+        ctx.errors[0]
+            .message()
+            .contains("because it performs a reduction"),
+        "{}",
+        ctx.errors[0].message()
+    );
+    assert_eq!(ctx.select(is_kernel).len(), 2);
+}
