@@ -536,9 +536,6 @@ impl InstructionGraphGenerator {
         let Ok(chunks) = self.split_task(task, execution_range, false) else {
             return SchedulingHint::IsSelfContained;
         };
-        // kept for the compilation only where splitting reports nothing (an oversubscription
-        // hint can be refused, which the compilation's split reports)
-        let keep_split = task.hints().oversubscribe <= 1;
         let mut required: SmallVec<[((BufferId, MemoryId), BoxVec); 2]> = SmallVec::new();
         let mut require = |bid: BufferId, mid: MemoryId, boxes: &[GridBox]| match required
             .iter_mut()
@@ -570,7 +567,9 @@ impl InstructionGraphGenerator {
                 require(r.bid, c.memory, &[SCALAR_BOX]);
             }
         }
-        if keep_split {
+        // kept for the compilation only where splitting reports nothing (an oversubscription
+        // hint can be refused, which the compilation's split reports)
+        if task.hints().oversubscribe <= 1 {
             self.anticipated_split = Some((task.id(), *execution_range, chunks));
         }
         let mut would_allocate = false;

@@ -362,7 +362,7 @@ fn mapped_1d(f: impl Fn(usize, usize) -> (usize, usize) + Send + Sync + 'static)
 }
 
 #[test]
-fn overlapping_writes_of_chunks_that_are_not_neighbours_are_reported_exactly() {
+fn overlapping_writes_of_several_chunk_pairs_are_reported_exactly() {
     // on four devices, chunk [o, o + 64) writes [o, o + 128) clipped to the buffer: every chunk
     // overlaps the next, and the report names the union of all overlaps
     let mut ctx = Ctx::new(4);
