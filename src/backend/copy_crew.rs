@@ -1,19 +1,24 @@
 //! The threads behind [`parallel_copy`](super::parallel_copy): a crew that copies one large
-//! range at a time, split over all of its members, and that stays awake between copies that
-//! follow each other closely.
+//! range at a time, split into pieces that whoever is running claims, and that stays awake
+//! between copies that follow each other closely.
 //!
 //! A staged transfer between pageable user memory and a device (`cuda/staging.rs`) copies a
 //! chunk of a few MiB between user memory and a pinned slot every 150 µs or so. Measured raw on
 //! the H200 host (docs/gpu.md, call 19), such a pipeline runs at 0.98-0.99 of pinned DMA speed
 //! with 8 MiB chunks when the copy threads persist and spin between chunks and every chunk is
 //! split over all of them; threads woken through a channel per chunk, one 1 MiB piece each,
-//! reached 0.55-0.58. So every member takes a piece of every copy, and a member spins for a
-//! while after its last piece (yielding its core after the first microseconds) before it
-//! sleeps: a transfer keeps the crew awake, and an idle program does not burn cores.
+//! reached 0.55-0.58. So members spin for a while after their last piece (yielding their core
+//! after the first microseconds) before they sleep: a transfer keeps the crew awake, and an
+//! idle program does not burn cores.
+//!
+//! Pieces are claimed, not assigned: the caller and every member take the next unclaimed piece
+//! until none is left, and the caller returns once every piece is done. A member the OS has
+//! descheduled (the crew is as large as the machine, and the runtime's own threads and the
+//! program's share its cores) then costs the copy nothing, where with one piece per member
+//! every chunk waited for the last member to get a core.
 //!
 //! One copy runs at a time; a second caller waits for its turn (the copies share the memory
-//! system anyway). Members acknowledge every copy, whether or not it had a piece for them, so a
-//! member never reads the description of a copy other than the one it acknowledges.
+//! system anyway).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -25,6 +30,9 @@ use super::copy_stores::{Stores, copy_piece};
 
 /// Pieces are at least this long: 8 MiB staging chunks go to 16 members.
 const MIN_PIECE: usize = 512 << 10;
+/// Pieces per participant at most, so that the threads that run take the pieces of one that
+/// does not.
+const PIECES_PER_PARTICIPANT: usize = 4;
 /// Most threads one copy uses (the caller included). On the H200 host (16 cores) a 1 GiB copy
 /// into fresh memory took 854 ms on 1 thread, 111 ms on 8 and 61 ms on 16 (page faults scale
 /// with threads); into warm pinned memory 114, 45 and 28 ms.
@@ -35,7 +43,34 @@ const SPIN_FOR: Duration = Duration::from_millis(3);
 /// After this long without a copy a spinning member yields its core between polls.
 const SPIN_HOT_FOR: Duration = Duration::from_micros(50);
 
-/// The copy the crew works on, published by bumping `generation`.
+/// The claim word: the copy's generation, its number of pieces and the next unclaimed piece,
+/// in one atomic so that a claim succeeds only for the copy whose description was read.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Claim {
+    generation: u64,
+    pieces: u16,
+    next: u16,
+}
+
+impl Claim {
+    fn pack(self) -> u64 {
+        (self.generation << 32) | (u64::from(self.pieces) << 16) | u64::from(self.next)
+    }
+
+    fn unpack(word: u64) -> Claim {
+        Claim {
+            generation: word >> 32,
+            pieces: (word >> 16) as u16,
+            next: word as u16,
+        }
+    }
+
+    fn exhausted(self) -> bool {
+        self.next >= self.pieces
+    }
+}
+
+/// The copy the crew works on, valid while its generation's pieces are not all done.
 struct Copy {
     dest: AtomicUsize,
     source: AtomicUsize,
@@ -50,10 +85,10 @@ pub(super) struct Crew {
     /// Held by the caller of the copy in progress.
     turn: Mutex<()>,
     copy: Copy,
-    /// Bumped once per copy; every member acknowledges each value.
-    generation: AtomicU64,
-    /// Members that have not yet acknowledged the current copy.
-    remaining: AtomicUsize,
+    /// [`Claim`], packed. Published (with a new generation) after `copy` is written.
+    claim: AtomicU64,
+    /// Pieces of the current copy that are done.
+    done: AtomicUsize,
     /// Members asleep on `wake`, waiting for the next generation.
     sleepers: AtomicUsize,
     sleep_lock: Mutex<()>,
@@ -68,27 +103,12 @@ impl Crew {
             let threads = std::thread::available_parallelism()
                 .map_or(1, |n| n.get())
                 .min(MAX_THREADS);
-            let crew: &'static Crew = Box::leak(Box::new(Crew {
-                participants: AtomicUsize::new(1),
-                turn: Mutex::new(()),
-                copy: Copy {
-                    dest: AtomicUsize::new(0),
-                    source: AtomicUsize::new(0),
-                    len: AtomicUsize::new(0),
-                    piece_len: AtomicUsize::new(0),
-                    stores: AtomicU8::new(0),
-                },
-                generation: AtomicU64::new(0),
-                remaining: AtomicUsize::new(0),
-                sleepers: AtomicUsize::new(0),
-                sleep_lock: Mutex::new(()),
-                wake: Condvar::new(),
-            }));
+            let crew = Crew::leaked(threads);
             let mut started = 1;
             for index in 1..threads {
                 let spawned = std::thread::Builder::new()
                     .name(format!("celerity-copy-{index}"))
-                    .spawn(move || crew.serve(index));
+                    .spawn(move || crew.serve());
                 if spawned.is_err() {
                     break;
                 }
@@ -99,89 +119,146 @@ impl Crew {
         })
     }
 
+    /// A crew that splits copies for `participants` threads, with no member started yet.
+    fn leaked(participants: usize) -> &'static Crew {
+        Box::leak(Box::new(Crew {
+            participants: AtomicUsize::new(participants),
+            turn: Mutex::new(()),
+            copy: Copy {
+                dest: AtomicUsize::new(0),
+                source: AtomicUsize::new(0),
+                len: AtomicUsize::new(0),
+                piece_len: AtomicUsize::new(0),
+                stores: AtomicU8::new(0),
+            },
+            claim: AtomicU64::new(0),
+            done: AtomicUsize::new(0),
+            sleepers: AtomicUsize::new(0),
+            sleep_lock: Mutex::new(()),
+            wake: Condvar::new(),
+        }))
+    }
+
     /// Threads one copy is split over (the caller included).
     pub(super) fn participants(&self) -> usize {
         self.participants.load(Ordering::Relaxed)
     }
 
-    /// Copies `len` bytes with `stores`, split into page-aligned pieces over the crew; returns
-    /// once every piece is done.
+    /// Copies `len` bytes with `stores`, split into page-aligned pieces that the crew and the
+    /// caller claim; returns once every piece is done.
     ///
     /// # Safety
     /// As for [`parallel_copy::copy`](super::parallel_copy::copy).
     pub(super) unsafe fn copy(&self, dest: *mut u8, source: *const u8, len: usize, stores: Stores) {
         let participants = self.participants();
-        let pieces = (len / MIN_PIECE).clamp(1, participants);
+        let most_pieces = if participants > 1 {
+            participants * PIECES_PER_PARTICIPANT
+        } else {
+            1
+        };
         // Page-aligned pieces, so no two threads first-touch the same page.
-        let piece_len = len.div_ceil(pieces).next_multiple_of(4096);
+        let piece_len = len
+            .div_ceil((len / MIN_PIECE).clamp(1, most_pieces))
+            .next_multiple_of(4096);
+        let pieces = len.div_ceil(piece_len);
         let _turn = self.turn.lock();
-        let members = participants - 1;
-        if members > 0 {
-            let copy = &self.copy;
-            copy.dest.store(dest as usize, Ordering::Relaxed);
-            copy.source.store(source as usize, Ordering::Relaxed);
-            copy.len.store(len, Ordering::Relaxed);
-            copy.piece_len.store(piece_len, Ordering::Relaxed);
-            copy.stores.store(stores as u8, Ordering::Relaxed);
-            self.remaining.store(members, Ordering::Relaxed);
-            // SeqCst with the sleepers' count: either a member about to sleep sees this
-            // generation, or this thread sees it counted and wakes it under the lock.
-            self.generation.fetch_add(1, Ordering::SeqCst);
-            if self.sleepers.load(Ordering::SeqCst) > 0 {
-                let _lock = self.sleep_lock.lock();
-                self.wake.notify_all();
-            }
+        let copy = &self.copy;
+        copy.dest.store(dest as usize, Ordering::Relaxed);
+        copy.source.store(source as usize, Ordering::Relaxed);
+        copy.len.store(len, Ordering::Relaxed);
+        copy.piece_len.store(piece_len, Ordering::Relaxed);
+        copy.stores.store(stores as u8, Ordering::Relaxed);
+        self.done.store(0, Ordering::Relaxed);
+        let generation = Claim::unpack(self.claim.load(Ordering::Relaxed)).generation + 1;
+        let claim = Claim {
+            generation: generation & u64::from(u32::MAX),
+            pieces: pieces as u16,
+            next: 0,
+        };
+        // SeqCst with the sleepers' count: either a member about to sleep sees this
+        // generation, or this thread sees it counted and wakes it under the lock. The store
+        // also releases the description above to whoever claims a piece.
+        self.claim.store(claim.pack(), Ordering::SeqCst);
+        if pieces > 1 && self.sleepers.load(Ordering::SeqCst) > 0 {
+            let _lock = self.sleep_lock.lock();
+            self.wake.notify_all();
         }
-        // SAFETY: the first piece, within the caller's ranges.
-        unsafe { copy_piece(dest, source, piece_len.min(len), stores) };
+        self.copy_claimed_pieces(claim.generation);
         let mut polls = 0u32;
-        while self.remaining.load(Ordering::Acquire) != 0 {
+        while self.done.load(Ordering::Acquire) != pieces {
             polls += 1;
-            if polls < 1 << 16 {
+            if polls < 1 << 12 {
                 std::hint::spin_loop();
             } else {
-                // A member was descheduled (more threads than cores): let it run.
+                // The piece still running is a descheduled member's: let it run.
                 std::thread::yield_now();
             }
         }
     }
 
-    /// A member's loop: waits for each copy, copies its piece, acknowledges.
-    fn serve(&self, index: usize) {
+    /// Claims and copies pieces of the copy of `generation` until none is left unclaimed.
+    fn copy_claimed_pieces(&self, generation: u64) {
+        let copy = &self.copy;
+        let mut word = self.claim.load(Ordering::Acquire);
+        loop {
+            let claim = Claim::unpack(word);
+            if claim.generation != generation || claim.exhausted() {
+                return;
+            }
+            // Read before the claim: a successful claim below proves that the copy of this
+            // generation was not done yet, so these are its values (its caller rewrites them
+            // only for the next copy, after every piece is done).
+            let len = copy.len.load(Ordering::Relaxed);
+            let piece_len = copy.piece_len.load(Ordering::Relaxed);
+            let dest = copy.dest.load(Ordering::Relaxed);
+            let source = copy.source.load(Ordering::Relaxed);
+            let stores = copy.stores.load(Ordering::Relaxed);
+            let claimed = Claim {
+                next: claim.next + 1,
+                ..claim
+            };
+            if let Err(current) = self.claim.compare_exchange_weak(
+                word,
+                claimed.pack(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                word = current;
+                continue;
+            }
+            let offset = usize::from(claim.next) * piece_len;
+            // SAFETY: the caller of `copy` keeps both ranges valid and unaliased until every
+            // piece of its generation is done; piece `claim.next` lies inside them, and no
+            // other thread claimed it.
+            unsafe {
+                copy_piece(
+                    (dest + offset) as *mut u8,
+                    (source + offset) as *const u8,
+                    piece_len.min(len - offset),
+                    Stores::from_u8(stores),
+                )
+            };
+            self.done.fetch_add(1, Ordering::Release);
+            word = claimed.pack();
+        }
+    }
+
+    /// A member's loop: waits for each copy and takes pieces of it while any are left.
+    fn serve(&self) {
         let mut seen = 0u64;
         loop {
             seen = self.next_generation(seen);
-            let copy = &self.copy;
-            let len = copy.len.load(Ordering::Relaxed);
-            let piece_len = copy.piece_len.load(Ordering::Relaxed);
-            let offset = index * piece_len;
-            if offset < len {
-                let stores = Stores::from_u8(copy.stores.load(Ordering::Relaxed));
-                let (dest, source) = (
-                    copy.dest.load(Ordering::Relaxed),
-                    copy.source.load(Ordering::Relaxed),
-                );
-                // SAFETY: the caller of `copy` keeps both ranges valid and unaliased until
-                // every member acknowledged this generation; piece `index` lies inside them.
-                unsafe {
-                    copy_piece(
-                        (dest + offset) as *mut u8,
-                        (source + offset) as *const u8,
-                        piece_len.min(len - offset),
-                        stores,
-                    )
-                };
-            }
-            self.remaining.fetch_sub(1, Ordering::AcqRel);
+            self.copy_claimed_pieces(seen);
         }
     }
 
     /// Spins, then sleeps, until a generation other than `seen` is published; returns it.
     fn next_generation(&self, seen: u64) -> u64 {
+        let generation_now = || Claim::unpack(self.claim.load(Ordering::SeqCst)).generation;
         let idle_since = Instant::now();
         let mut polls = 0u32;
         loop {
-            let generation = self.generation.load(Ordering::SeqCst);
+            let generation = generation_now();
             if generation != seen {
                 return generation;
             }
@@ -200,7 +277,7 @@ impl Crew {
             }
             let mut lock = self.sleep_lock.lock();
             self.sleepers.fetch_add(1, Ordering::SeqCst);
-            while self.generation.load(Ordering::SeqCst) == seen {
+            while generation_now() == seen {
                 self.wake.wait(&mut lock);
             }
             self.sleepers.fetch_sub(1, Ordering::SeqCst);
@@ -257,6 +334,38 @@ mod tests {
             // Longer than members spin: the next copy finds them asleep.
             std::thread::sleep(SPIN_FOR * 3);
         }
+    }
+
+    #[test]
+    fn a_copy_completes_when_no_member_gets_a_core() {
+        // Split for 16 threads, but none of the 15 members ever runs (as when the OS gives
+        // their cores to others): the caller claims every piece itself.
+        let crew = Crew::leaked(16);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let len = 8 << 20;
+            let source = pattern(len, 3);
+            let mut dest = vec![0u8; len];
+            // SAFETY: both hold `len` bytes and do not overlap.
+            unsafe { crew.copy(dest.as_mut_ptr(), source.as_ptr(), len, Stores::Cached) };
+            sender.send(dest == source).ok();
+        });
+        let exact = receiver
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the copy waited for members that never ran");
+        assert!(exact, "the copied bytes differ");
+    }
+
+    #[test]
+    fn claims_round_trip_through_their_word() {
+        let claim = Claim {
+            generation: u64::from(u32::MAX),
+            pieces: 64,
+            next: 63,
+        };
+        assert_eq!(Claim::unpack(claim.pack()), claim);
+        assert!(!claim.exhausted());
+        assert!(Claim { next: 64, ..claim }.exhausted());
     }
 
     #[test]
