@@ -87,6 +87,34 @@ fn writes_may_overlap(requirements: &[ChunkRequirements], b: usize) -> bool {
     false
 }
 
+/// The indices (in each chunk's requirements) of the buffers that two local chunks may write
+/// the same element of: their write bounds intersect. Computed once per task for the overlap
+/// report and the tracking updates; none for a single chunk.
+fn possibly_overlapping_writes(requirements: &[ChunkRequirements]) -> SmallVec<[usize; 2]> {
+    match requirements {
+        [] | [_] => SmallVec::new(),
+        [first, ..] => (0..first.buffers.len())
+            .filter(|&b| writes_may_overlap(requirements, b))
+            .collect(),
+    }
+}
+
+/// The buffers that two local chunks may write the same element of: those at the indices
+/// `overlapping`, and reduction outputs (every chunk writes the scalar).
+fn concurrently_written_buffers(
+    task: &Task,
+    requirements: &[ChunkRequirements],
+    overlapping: &[usize],
+) -> SmallVec<[BufferId; 2]> {
+    let mut concurrent = SmallVec::new();
+    for (b, first) in requirements[0].buffers.iter().enumerate() {
+        if overlapping.contains(&b) || task.reductions().iter().any(|r| r.bid == first.bid) {
+            concurrent.push(first.bid);
+        }
+    }
+    concurrent
+}
+
 impl InstructionGraphGenerator {
     pub(super) fn compile_execution(
         &mut self,
@@ -112,8 +140,9 @@ impl InstructionGraphGenerator {
         for (r, c) in requirements.iter_mut().zip(&chunks) {
             r.evaluate(task, &c.execution_box, &bids);
         }
-        if self.policies.overlapping_write != ErrorPolicy::Ignore {
-            self.report_overlapping_writes(task, &requirements);
+        let overlapping = possibly_overlapping_writes(&requirements);
+        if !overlapping.is_empty() && self.policies.overlapping_write != ErrorPolicy::Ignore {
+            self.report_overlapping_writes(task, &requirements, &overlapping);
         }
         for &bid in &bids {
             let backing = match (chunks.as_slice(), requirements.as_slice()) {
@@ -144,7 +173,7 @@ impl InstructionGraphGenerator {
             .zip(&requirements)
             .map(|(c, r)| self.launch_chunk(command, task, c, r))
             .collect();
-        self.perform_buffer_accesses(task, &chunks, &requirements, &instructions);
+        self.perform_buffer_accesses(task, &chunks, &requirements, &instructions, &overlapping);
         for &hoid in task.side_effects() {
             let object = self
                 .host_objects
@@ -278,16 +307,17 @@ impl InstructionGraphGenerator {
         Ok(chunks)
     }
 
-    /// Reports elements written by more than one local chunk.
-    fn report_overlapping_writes(&mut self, task: &Task, requirements: &[ChunkRequirements]) {
-        if requirements.len() < 2 {
-            return;
-        }
+    /// Reports elements written by more than one local chunk; only the buffers at the indices
+    /// `overlapping` (see [`possibly_overlapping_writes`]) can have any.
+    fn report_overlapping_writes(
+        &mut self,
+        task: &Task,
+        requirements: &[ChunkRequirements],
+        overlapping: &[usize],
+    ) {
         let mut overlaps: Vec<(BufferId, Region)> = Vec::new();
-        for (b, first) in requirements[0].buffers.iter().enumerate() {
-            if !writes_may_overlap(requirements, b) {
-                continue;
-            }
+        for &b in overlapping {
+            let first = &requirements[0].buffers[b];
             let mut written = first.writes.clone();
             let mut overlap = Region::new();
             for r in &requirements[1..] {
@@ -412,6 +442,7 @@ impl InstructionGraphGenerator {
         chunks: &[LocalChunk],
         requirements: &[ChunkRequirements],
         instructions: &[InstructionId],
+        overlapping: &[usize],
     ) {
         // per chunk (its index), per buffer: reads, writes (including reduction outputs) and
         // their bounds; pushed one by one (a collected list of lists was copied whole). Room for
@@ -452,35 +483,52 @@ impl InstructionGraphGenerator {
             }
         }
         if let ([c], [instruction]) = (chunks, instructions) {
-            // A single writer: reads of written elements are superseded by the write, and the
-            // write is atomic, which needs half the tracking updates of the general case.
             for (_, (bid, reads, writes, bounds)) in &sets {
-                let buffer = self.buffers.get_mut(*bid).expect("unknown buffer");
-                let read_only = if writes.is_empty() {
-                    Cow::Borrowed(*reads)
-                } else if **writes == **reads {
-                    // a chained task rewrites what it reads: nothing is only read
-                    Cow::Owned(Region::new())
-                } else {
-                    Cow::Owned(reads.difference(writes))
-                };
-                for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
-                    let b = allocation.allocated_box;
-                    allocation.track_concurrent_read(&clip(&read_only, &b), *instruction);
-                    allocation.track_atomic_write(&clip(writes, &b), *instruction);
-                }
-                buffer.track_original_write(writes, *instruction, c.memory);
+                self.track_sole_writer(c, *instruction, *bid, reads, writes, bounds);
             }
             return;
         }
-        for (i, (bid, _, writes, bounds)) in &sets {
+        self.track_several_chunks(task, chunks, requirements, instructions, overlapping, &sets);
+    }
+
+    /// The tracking updates of a task of several chunks (out of line: the one-chunk path above
+    /// is the hot one).
+    #[inline(never)]
+    fn track_several_chunks(
+        &mut self,
+        task: &Task,
+        chunks: &[LocalChunk],
+        requirements: &[ChunkRequirements],
+        instructions: &[InstructionId],
+        overlapping: &[usize],
+        sets: &[(usize, AccessSets)],
+    ) {
+        // A buffer no two chunks write the same element of (the usual split over devices) takes
+        // each chunk's write as a single writer's. Concurrent write fronts (a reset of every
+        // written region, then each writer added) are for the rest.
+        let concurrent = concurrently_written_buffers(task, requirements, overlapping);
+        for (i, (bid, reads, writes, bounds)) in sets {
+            if !concurrent.contains(bid) {
+                self.track_sole_writer(&chunks[*i], instructions[*i], *bid, reads, writes, bounds);
+            }
+        }
+        if concurrent.is_empty() {
+            return;
+        }
+        for (i, (bid, _, writes, bounds)) in sets {
+            if !concurrent.contains(bid) {
+                continue;
+            }
             let c = &chunks[*i];
             let buffer = self.buffers.get_mut(*bid).expect("unknown buffer");
             for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
                 allocation.begin_concurrent_writes(&clip(writes, &allocation.allocated_box));
             }
         }
-        for (i, (bid, reads, writes, bounds)) in &sets {
+        for (i, (bid, reads, writes, bounds)) in sets {
+            if !concurrent.contains(bid) {
+                continue;
+            }
             let (c, instruction) = (&chunks[*i], instructions[*i]);
             let buffer = self.buffers.get_mut(*bid).expect("unknown buffer");
             for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
@@ -490,6 +538,37 @@ impl InstructionGraphGenerator {
             }
             buffer.track_original_write(writes, instruction, c.memory);
         }
+    }
+
+    /// The tracking updates of chunk `c`'s accesses `set` where `instruction` is the only writer
+    /// of what it writes: reads of written elements are superseded by the write, and the write
+    /// is atomic, which needs half the updates of concurrent writes. Inlined into both callers,
+    /// so that the one-chunk path stays as it was written.
+    #[inline(always)]
+    fn track_sole_writer(
+        &mut self,
+        c: &LocalChunk,
+        instruction: InstructionId,
+        bid: BufferId,
+        reads: &Region,
+        writes: &Region,
+        bounds: &GridBox,
+    ) {
+        let buffer = self.buffers.get_mut(bid).expect("unknown buffer");
+        let read_only = if writes.is_empty() {
+            Cow::Borrowed(reads)
+        } else if writes == reads {
+            // a chained task rewrites what it reads: nothing is only read
+            Cow::Owned(Region::new())
+        } else {
+            Cow::Owned(reads.difference(writes))
+        };
+        for allocation in touched_mut(&mut buffer.memories[c.memory.0 as usize], bounds) {
+            let b = allocation.allocated_box;
+            allocation.track_concurrent_read(&clip(&read_only, &b), instruction);
+            allocation.track_atomic_write(&clip(writes, &b), instruction);
+        }
+        buffer.track_original_write(writes, instruction, c.memory);
     }
 
     /// Whether every memory the chunks of `task` can run on (host memory for a host task, every

@@ -393,6 +393,40 @@ fn interleaved_writes_whose_bounds_intersect_are_no_overlap() {
     assert_eq!(ctx.select(is_kernel).len(), 4);
 }
 
+/// On `ctx`'s one device: a kernel split into two chunks that write `buf` through `write`, then
+/// a kernel that reads element 200; the three kernel instructions.
+fn two_writing_chunks_then_a_reader(ctx: &mut Ctx, write: RangeMapper) -> Vec<InstructionId> {
+    let buf = ctx.buffer(&[256], false);
+    let two_chunks = CommandGroup::new().discard_write(buf, write);
+    ctx.device(&[256], two_chunks.hint_oversubscribe(2));
+    let element_200 = mapped_1d(|_, _| (200, 1));
+    ctx.device(&[1], CommandGroup::new().read(buf, element_200));
+    ctx.select(is_kernel).iter().map(|k| k.id()).collect()
+}
+
+#[test]
+fn a_later_reader_waits_for_every_chunk_that_wrote_the_same_elements() {
+    // both chunks write the whole buffer (overlap ignored): each is a writer of every element
+    let mut ctx = Ctx::builder()
+        .devices(1)
+        .policies(Policies::ignore_all())
+        .build();
+    let k = two_writing_chunks_then_a_reader(&mut ctx, RangeMapper::All);
+    assert_eq!(k.len(), 3);
+    assert!(ctx.concurrent(k[0], k[1]));
+    assert!(ctx.get(k[2]).depends_on(k[0]) && ctx.get(k[2]).depends_on(k[1]));
+}
+
+#[test]
+fn a_later_reader_waits_only_for_the_chunk_that_wrote_its_part() {
+    // the chunks write disjoint halves: element 200 is the second chunk's
+    let mut ctx = Ctx::new(1);
+    let k = two_writing_chunks_then_a_reader(&mut ctx, RangeMapper::OneToOne);
+    assert_eq!(k.len(), 3);
+    assert!(ctx.get(k[2]).depends_on(k[1]));
+    assert!(ctx.concurrent(k[2], k[0]));
+}
+
 #[test]
 fn overlapping_writes_are_tolerated_when_ignored() {
     let mut ctx = Ctx::builder()
