@@ -4,12 +4,11 @@
 //! header's `celerity_accessor_ptr` writes it). The executor reads the records once the chunk
 //! completed and reports each violated accessor.
 
-use std::alloc::Layout;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use super::SendPtr;
-use crate::error::{Error, ErrorKind, Result};
+use super::host_memory::HostAllocation;
+use crate::error::Result;
 
 /// Bytes of scratch per accessor that out-of-bounds accesses are redirected to, so that a wrong
 /// index reads and writes garbage instead of memory outside the allocation. Element types larger
@@ -87,53 +86,9 @@ pub trait RecordMemory: Send + Sync + std::fmt::Debug {
     fn as_ptr(&self) -> *mut u8;
 }
 
-/// Records of host tasks and emulated devices: a block of the runtime's own heap. Buffers' host
-/// memory comes from the system allocator, whose `posix_memalign` took about 850 instructions for
-/// a block of a few hundred bytes aligned to [`FALLBACK_BYTES`]; chunks in flight outnumber the
-/// spare records when the executor runs far ahead, so blocks are allocated on the executor's path.
-#[derive(Debug)]
-struct HeapRecordMemory {
-    ptr: NonNull<u8>,
-    layout: Layout,
-}
-
-// SAFETY: the block is plain memory owned by this value alone; moving the owner to another
-// thread is sound.
-unsafe impl Send for HeapRecordMemory {}
-// SAFETY: `&HeapRecordMemory` gives out only the address; the kernel that writes through it and
-// the executor that reads the records afterwards are ordered by the chunk's completion.
-unsafe impl Sync for HeapRecordMemory {}
-
-impl HeapRecordMemory {
-    fn new(bytes: usize) -> Result<Self> {
-        let layout = Layout::from_size_align(bytes.max(1), FALLBACK_BYTES).map_err(|_| {
-            Error::new(
-                ErrorKind::OutOfMemory,
-                format!("bounds records of {bytes} bytes exceed the address space"),
-            )
-        })?;
-        // SAFETY: the layout has a non-zero size.
-        let ptr = NonNull::new(unsafe { std::alloc::alloc(layout) }).ok_or_else(|| {
-            Error::new(
-                ErrorKind::OutOfMemory,
-                format!("bounds records of {bytes} bytes could not be allocated"),
-            )
-        })?;
-        Ok(Self { ptr, layout })
-    }
-}
-
-impl RecordMemory for HeapRecordMemory {
+impl RecordMemory for HostAllocation {
     fn as_ptr(&self) -> *mut u8 {
-        self.ptr.as_ptr()
-    }
-}
-
-impl Drop for HeapRecordMemory {
-    fn drop(&mut self) {
-        // SAFETY: `ptr` came from `std::alloc::alloc` with exactly this layout and is freed only
-        // here.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+        HostAllocation::as_ptr(self)
     }
 }
 
@@ -159,7 +114,9 @@ impl BoundsRecords {
     /// Fresh (empty) records for `len` accessors, in host memory. Host tasks and kernels on
     /// emulated devices write them directly.
     pub fn new_host(len: usize) -> Result<Self> {
-        let memory = HeapRecordMemory::new(Self::bytes(len))?;
+        // from the runtime heap: the executor allocates records whenever the chunks in flight
+        // outnumber the spare ones
+        let memory = HostAllocation::small(Self::bytes(len), FALLBACK_BYTES)?;
         // SAFETY: a fresh allocation of exactly that size and alignment.
         Ok(unsafe { Self::new_in(Box::new(memory), len) })
     }
