@@ -189,6 +189,12 @@ impl BufferAccessMap {
         }
     }
 
+    /// The task these accesses belong to, for a map reused by another task.
+    #[inline]
+    pub(crate) fn set_task(&mut self, task: TaskId) {
+        self.task = task;
+    }
+
     /// Makes a cleared map the (empty) map of task `task`, of the default geometry.
     pub(crate) fn reset(&mut self, task: TaskId) {
         debug_assert!(self.data.accesses.is_empty() && self.data.buffers.is_empty());

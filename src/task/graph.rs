@@ -10,8 +10,10 @@
 //! nobody else holds leave their allocation to the next tasks (a small pool), which spares a
 //! `malloc`/`free` pair per task in a steady stream of tasks and horizons; a reused task keeps
 //! the storage of its lists (accesses and dependencies that outgrew their inline space). New
-//! tasks are built in their allocation ([`TaskGraph::allocate`] hands out a bare task), never
-//! moved into it.
+//! tasks are built in their allocation ([`TaskGraph::allocate`] hands out a bare or emptied
+//! task), never moved into it. A pruned task is emptied when it becomes spare, where its
+//! uniqueness is checked anyway: each uniqueness check of an `Arc` is a locked
+//! compare-exchange, which the Xeon hosts pay for far more than this VM's EPYC.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -35,7 +37,7 @@ const SPARE_TASKS: usize = 64;
 pub struct TaskGraph {
     first: u64,
     nodes: VecDeque<Node>,
-    /// Allocations of pruned tasks, emptied (see [`TaskGraph::allocate`]).
+    /// Allocations of pruned or refused tasks, emptied ([`Task::clear_for_reuse`]).
     spare: Vec<Arc<Task>>,
 }
 
@@ -99,18 +101,15 @@ impl TaskGraph {
         self.index(tid).map(|i| self.nodes[i].critical_path_length)
     }
 
-    /// A bare task `tid` of type `ty` (see [`Task::bare`]) in an allocation of its own, for the
-    /// caller to fill in place: a pruned task's, reset, if one is spare.
-    pub(crate) fn allocate(&mut self, tid: TaskId, ty: TaskType) -> Arc<Task> {
-        match self.spare.pop() {
-            Some(mut arc) => {
-                Arc::get_mut(&mut arc)
-                    .expect("a spare task is not shared")
-                    .reset(tid, ty);
-                arc
-            }
+    /// An allocation for task `tid` of type `ty`, to be filled in place through
+    /// [`NewTask::fill`]: a pruned task's, emptied, if one is spare, or a bare task's.
+    #[inline]
+    pub(crate) fn allocate(&mut self, tid: TaskId, ty: TaskType) -> NewTask {
+        let task = match self.spare.pop() {
+            Some(arc) => arc,
             None => new_task(tid, ty),
-        }
+        };
+        NewTask { task, id: tid, ty }
     }
 
     /// [`Self::allocate`], then `fill` sets the task's fields in place.
@@ -119,9 +118,9 @@ impl TaskGraph {
         tid: TaskId,
         ty: TaskType,
         fill: impl FnOnce(&mut Task),
-    ) -> Arc<Task> {
+    ) -> NewTask {
         let mut task = self.allocate(tid, ty);
-        fill(Arc::get_mut(&mut task).expect("a new task is not shared yet"));
+        fill(task.fill());
         task
     }
 
@@ -130,7 +129,7 @@ impl TaskGraph {
         if self.spare.len() < SPARE_TASKS
             && let Some(t) = Arc::get_mut(&mut task)
         {
-            t.release_user_data();
+            t.clear_for_reuse();
             self.spare.push(task);
         }
     }
@@ -169,10 +168,34 @@ impl TaskGraph {
             if self.spare.len() < SPARE_TASKS
                 && let Some(task) = Arc::get_mut(&mut node.task)
             {
-                task.release_user_data();
+                task.clear_for_reuse();
                 self.spare.push(node.task);
             }
         }
+    }
+}
+
+/// A task allocation that nobody else holds yet ([`TaskGraph::allocate`]).
+pub(crate) struct NewTask {
+    task: Arc<Task>,
+    id: TaskId,
+    ty: TaskType,
+}
+
+impl NewTask {
+    /// The task, with its id and type, to fill in place. Each call checks that the `Arc` is
+    /// unique (a locked compare-exchange): a caller fills the task through one call.
+    #[inline]
+    pub(crate) fn fill(&mut self) -> &mut Task {
+        let task = Arc::get_mut(&mut self.task).expect("a new task is not shared yet");
+        task.renumber(self.id, self.ty);
+        task
+    }
+
+    /// The task, to be shared.
+    #[inline]
+    pub(crate) fn into_task(self) -> Arc<Task> {
+        self.task
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::access::BufferAccess;
 use super::command_group::{CommandGroup, TaskSpec};
 use super::geometry::TaskGeometry;
-use super::graph::TaskGraph;
+use super::graph::{NewTask, TaskGraph};
 use super::last_writers::LastWriterMap;
 use super::range_mapper::{BufferLabel, RangeMapper};
 use super::recorder::{TaskRecord, TaskRecorder};
@@ -412,7 +412,7 @@ impl TaskManager {
             t.access_map.finish(TaskGeometry::default());
             t.payload = payload;
         });
-        self.add_task(fence, |_| {})
+        self.add_task(fence.into_task(), |_| {})
     }
 
     /// Creates a fence that waits for every side effect on a host object submitted before it.
@@ -428,7 +428,7 @@ impl TaskManager {
             t.side_effects.push(hoid);
             t.payload = payload;
         });
-        self.add_task(fence, |_| {})
+        self.add_task(fence.into_task(), |_| {})
     }
 
     /// Frees every live task older than `epoch`, an epoch or horizon the executor has reached
@@ -488,7 +488,7 @@ impl TaskManager {
     /// search and in the order `register` sorts to. The longest critical path in the front is the
     /// graph's longest (a task of that length has no dependents: one would be longer), so no
     /// front task is looked up.
-    fn register_on_front(&mut self, mut task: Arc<Task>) {
+    fn register_on_front(&mut self, mut task: NewTask) {
         let critical_path_length = if self.execution_front.is_empty() {
             0
         } else {
@@ -502,7 +502,7 @@ impl TaskManager {
                 .try_fold(0, |max, l| l.map(|l| l.max(max)))
         );
         {
-            let t = Arc::get_mut(&mut task).expect("a new task is not shared yet");
+            let t = task.fill();
             // a plain loop: `SmallVec::extend` is a call of about 70 instructions for two edges
             for &front in &self.execution_front {
                 t.dependencies.push(Dependency {
@@ -514,7 +514,7 @@ impl TaskManager {
             t.critical_path_length = critical_path_length;
         }
         self.execution_front.clear();
-        self.link(task);
+        self.link(task.into_task());
     }
 
     /// Creates the task with the dependencies `deps`, links it into the graph and the execution
@@ -546,7 +546,6 @@ impl TaskManager {
         self.execution_front.push(tid);
         self.max_critical_path_length =
             self.max_critical_path_length.max(task.critical_path_length);
-        self.graph.push(Arc::clone(&task));
         if let Some(recorder) = &mut self.recorder {
             let buffers = &self.buffers;
             recorder.record(TaskRecord::new(&task, |bid| {
@@ -556,6 +555,9 @@ impl TaskManager {
         if let Some(delegate) = &mut self.delegate {
             delegate.task_created(&task);
         }
+        // announced first, then moved into the graph: a clone for the graph and the drop of
+        // this reference were two locked read-modify-writes per task
+        self.graph.push(task);
     }
 
     fn need_new_horizon(&self) -> bool {

@@ -219,33 +219,36 @@ impl Task {
         }
     }
 
-    /// Drops what came from the program (the payload with its launcher or promise, the accesses
-    /// with their range mappers) from a pruned task whose allocation waits for reuse.
+    /// Empties a pruned or refused task whose allocation waits for reuse: drops what came from
+    /// the program (the payload with its launcher or promise, the accesses with their range
+    /// mappers) and leaves every field as [`Task::bare`] does, keeping the storage of its lists
+    /// (accesses, dependencies) for the next task; [`Task::renumber`] then gives it its id and
+    /// type. Emptied here, where the allocation's uniqueness is checked anyway, the next task's
+    /// allocation needs no check of its own.
     // Always inline: its two callers prune and recycle one task after another, and out of line
     // (LLVM's choice under whole-program optimisation) each call saved and restored six
-    // registers for two stores, about 20 instructions per pruned task.
+    // registers, about 20 instructions per pruned task.
     #[inline(always)]
-    pub(crate) fn release_user_data(&mut self) {
+    pub(crate) fn clear_for_reuse(&mut self) {
         self.payload = None;
         self.access_map.clear();
-    }
-
-    /// Turns a task whose user data was released ([`Task::release_user_data`]) into
-    /// [`Task::bare`]`(id, ty, None)` in place, keeping the storage of its lists (accesses,
-    /// dependencies) for the new task.
-    pub(crate) fn reset(&mut self, id: TaskId, ty: TaskType) {
-        self.id = id;
-        self.ty = ty;
         self.epoch_action = None;
         self.collective_group = CollectiveGroupId::NONE;
-        self.access_map.reset(id);
+        self.access_map.reset(self.id);
         self.side_effects.clear();
         self.reductions.clear();
         self.hints = Hints::default();
         self.name = None;
         self.dependencies.clear();
         self.critical_path_length = 0;
-        debug_assert!(self.payload.is_none());
+    }
+
+    /// Gives a bare or emptied task ([`Task::clear_for_reuse`]) its id and type.
+    #[inline]
+    pub(crate) fn renumber(&mut self, id: TaskId, ty: TaskType) {
+        self.id = id;
+        self.ty = ty;
+        self.access_map.set_task(id);
     }
 
     /// The task's id.

@@ -36,13 +36,13 @@ impl TaskManager {
         }
         CommandGroup::check_oversubscribe(cg.hints.oversubscribe)?;
         let mut task = self.graph.allocate(tid, ty);
-        let t = Arc::get_mut(&mut task).expect("a new task is not shared yet");
+        let t = task.fill();
         let checked = self
             .check_side_effects(t, &cg.side_effects)
             .and_then(|()| self.check_accesses(t, &geometry, &mut cg.accesses))
             .and_then(|()| self.check_reductions(t, variable_split, &cg.reductions));
         if let Err(e) = checked {
-            self.graph.recycle(task);
+            self.graph.recycle(task.into_task());
             return Err(e);
         }
         // every check passed: now the (possibly user-defined) mappers run
@@ -51,7 +51,7 @@ impl TaskManager {
         t.hints = cg.hints;
         t.name = cg.name.take().map(String::into_boxed_str);
         t.payload = cg.payload.take();
-        Ok(task)
+        Ok(task.into_task())
     }
 
     /// The type, geometry and collective group a spec asks for.

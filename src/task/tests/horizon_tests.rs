@@ -250,3 +250,43 @@ fn pruning_releases_payloads_at_once_and_reused_tasks_are_whole() {
         tm.prune_before_epoch(tm.epoch_for_new_tasks());
     }
 }
+
+#[test]
+fn a_refused_task_leaves_nothing_in_the_allocation_the_next_task_takes() {
+    // a command group refused after its accesses were checked and recorded gives its allocation
+    // back for reuse: the next task must carry none of it
+    let mut tm = TaskManager::new(TaskManagerConfig::default(), None);
+    let buf = BufferId(0);
+    tm.notify_buffer_created(buf, 1, Range::new(16, 1, 1), true);
+    let hoid = HostObjectId(0);
+    tm.notify_host_object_created(hoid);
+    let refused = tm.submit(
+        TaskSpec::HostDistributed {
+            dims: 1,
+            range: Range::new(16, 1, 1),
+            offset: Id::default(),
+        },
+        CommandGroup::new()
+            .name("refused")
+            .side_effect(hoid)
+            .read(buf, RangeMapper::OneToOne)
+            .hint_split_2d()
+            .reduction(crate::types::ReductionId(1), BufferId(99), true),
+    );
+    assert!(
+        refused.is_err(),
+        "a reduction into an unknown buffer is refused"
+    );
+    let tid = tm
+        .submit(TaskSpec::MasterNode, CommandGroup::new())
+        .unwrap();
+    let task = tm.task(tid).unwrap();
+    assert_eq!(task.id(), tid);
+    assert_eq!(task.task_type(), TaskType::MasterNode);
+    assert_eq!(task.name(), None);
+    assert!(task.side_effects().is_empty());
+    assert!(task.reductions().is_empty());
+    assert_eq!(task.access_map().num_accesses(), 0);
+    assert!(!task.hints().split_2d);
+    assert!(task.payload().is_none());
+}
