@@ -345,8 +345,8 @@ typedef struct celerity_accessor_record {
 
 /**
  * One buffer access of a kernel chunk, resolved to memory. Element `(i0, i1, i2)` lives at
- * `base + (((i0 - allocation.offset[0]) * allocation.range[1] + (i1 - allocation.offset[1]))
- * * allocation.range[2] + (i2 - allocation.offset[2])) * elem_size`; see
+ * `base + (((i0 - allocation.offset[0]) * allocation.range[1] + (i1 - allocation.offset[1])) *
+ * allocation.range[2] + (i2 - allocation.offset[2])) * elem_size`; see
  * `celerity_accessor_ptr`. An accessor whose range mapper yields an empty region has
  * `base == NULL`.
  */

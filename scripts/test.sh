@@ -31,6 +31,10 @@ cargo fmt --all -- --check
 step "cargo clippy (features: $features)"
 cargo clippy --locked --all-targets --features "$features" -- -D warnings
 
+# A link to a private or missing item renders as plain text in the published docs: it fails here.
+step "cargo doc (features: $features)"
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --features "$features"
+
 step "cargo test (features: $features)"
 cargo test --locked --features "$features"
 

@@ -11,24 +11,24 @@
 //!   enqueued there, on one non-blocking stream per lane (created lazily). A kernel's launcher is
 //!   called on that thread with the lane's stream and must only enqueue work on it.
 //! * A `CUevent` is recorded after the last submission queued for a lane (and every 32nd while
-//!   more follow, [`submission`]); [`Backend::poll`] queries pending events and completes their
+//!   more follow, `submission`); [`Backend::poll`] queries pending events and completes their
 //!   [`AsyncEvent`]s, so the executor never blocks on the GPU. Kernels queued back to back on
 //!   a lane whose launchers are declared launch-only (or all, with `cuda_graphs=on`) are
-//!   captured and launched as one CUDA graph ([`graphs`]).
+//!   captured and launched as one CUDA graph (`graphs`).
 //! * Host memory (memory 1) is pinned (`cuMemHostAlloc`, portable) and comes from a bounded
 //!   [`PinnedPool`], so repeated host allocations reuse page-locked blocks; beyond the pool's
 //!   limit host allocations are pageable. Device memory comes from `cuMemAlloc`; freed device
 //!   blocks are kept for the next allocation of their size ([`DeviceBlockCache`]), within a
 //!   bound, and returned when an allocation runs out of memory.
-//! * User memory (memory 0) copies to and from device memories directly ([`copy`]): a
+//! * User memory (memory 0) copies to and from device memories directly (`copy`): a
 //!   contiguous copy with a pageable end is staged through pinned chunks with parallel host
-//!   copies ([`staging`], whose slots are pinned in the background when the backend starts);
+//!   copies (`staging`, whose slots are pinned in the background when the backend starts);
 //!   pinned ends (the pool's blocks, memory the program pinned, the runtime's copies of
 //!   host-initialised buffers that [`Backend::host_pinner`] page-locked in place) are DMA'd as
 //!   is. Buffer fences therefore copy device memory straight into user memory
 //!   (`instruction::fence`).
 //! * With accessor boundary checking, a kernel's records are copied to device memory before
-//!   its launch and back after it, on its stream ([`records`]).
+//!   its launch and back after it, on its stream (`records`).
 //! * Events recorded after each submission are reused, and [`Backend::poll`] queries only the
 //!   oldest pending event of each stream (a stream completes in order). All allocations run in order on one
 //!   allocation thread. Peer access is enabled between devices that support it both ways; the
@@ -208,7 +208,7 @@ struct CudaDevice {
 
 /// Submitted work not yet known complete, per (device, lane) stream in submission order. Only
 /// some submissions record an event (the last one queued for its lane, or every 32nd: see
-/// [`submission`]); a stream runs in order, so an event completes every entry before it.
+/// `submission`); a stream runs in order, so an event completes every entry before it.
 /// An entry without a completer only carries an event (after a failed submission).
 type PendingEvents = Arc<Mutex<HashMap<(usize, usize), VecDeque<PendingEntry>>>>;
 type PendingEntry = (Option<Handle<sys::CUevent>>, Option<EventCompleter>);
@@ -364,7 +364,7 @@ impl CudaBackend {
     }
 
     /// Kernels that `capture` admits, queued back to back on one lane (no reductions, boundary
-    /// records only in pinned memory), are captured and launched as one CUDA graph ([`graphs`]).
+    /// records only in pinned memory), are captured and launched as one CUDA graph (`graphs`).
     pub fn with_kernel_graphs(mut self, capture: GraphCapture) -> Self {
         self.kernel_graphs = capture;
         self

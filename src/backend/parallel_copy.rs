@@ -3,7 +3,7 @@
 //! One thread copies at 6-10 GB/s, well under what the memory system and a device's DMA engine
 //! reach (about 55 GB/s host↔H200). Copies of user memory (a host-initialised buffer's contents,
 //! and the staging of pageable memory in `staged_copy`) therefore run on the threads of
-//! [`copy_crew`](super::copy_crew), started on first use; the calling thread claims pieces
+//! `copy_crew`, started on first use; the calling thread claims pieces
 //! itself and returns once every piece is done. Small copies stay on the calling thread.
 
 use super::copy_crew::Crew;

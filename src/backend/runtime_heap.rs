@@ -5,7 +5,7 @@
 //! the alignment and marks the page as holding interior pointers (so its frees search for the
 //! block start). That path took 4 % of the scheduler thread's instructions in a `host:4` chain
 //! (docs/benchmarks.md, "The runtime heap's plain allocations"). Every mimalloc block is at least
-//! [`PLAIN_ALIGN`]-aligned (block sizes are multiples of 8 and pages start 16-aligned), so
+//! `PLAIN_ALIGN`-aligned (block sizes are multiples of 8 and pages start 16-aligned), so
 //! layouts aligned to at most that take `mi_malloc` and its siblings.
 
 use std::alloc::{GlobalAlloc, Layout};

@@ -4,13 +4,13 @@
 //! Protocol: jobs go into a locked inbox that the thread empties in one swap and then runs in
 //! order. An idle thread announces that it sleeps before it parks (and looks at the inbox once
 //! more after announcing), so a submitter pays for a wake-up (a futex call) only when the thread
-//! really sleeps. A queue may hold its wake-ups back ([`ThreadQueue::submit_held`]) until
+//! really sleeps. A queue may hold its wake-ups back (`ThreadQueue::submit_held`) until
 //! [`ThreadQueue::wake`]: the executor hands a lane every instruction that became ready in one
 //! pass and wakes it once, instead of once per instruction.
 //!
 //! Jobs complete in order, so a job's event is its sequence number in the queue's
 //! [`InOrderProgress`]: queuing allocates neither an event nor, for kernel and host-task chunks
-//! ([`Job::Launch`]), the job.
+//! (`Job::Launch`), the job.
 //!
 //! A job that panics completes its event with an internal error naming the thread and the
 //! panic; the thread keeps serving later jobs. Dropping the queue lets queued jobs finish, then
@@ -240,7 +240,7 @@ impl ThreadQueue {
         self.push(job)
     }
 
-    /// Wakes the thread for the jobs of [`Self::submit_held`] since the last call, if it sleeps.
+    /// Wakes the thread for the jobs of `submit_held` since the last call, if it sleeps.
     pub fn wake(&mut self) {
         if std::mem::take(&mut self.held) {
             self.unpark_if_sleeping();

@@ -2,7 +2,7 @@
 //! chunk (C++ Celerity: `command_graph_generator.cc`). Every node computes the same split and
 //! assignment, and what the chunks of the other nodes read of its data: that is how it knows
 //! what to push without asking. C++ Celerity evaluates every remote chunk; here only the remote
-//! chunks whose reads can meet pushable data are (see [`compute_pushable_requirements`]).
+//! chunks whose reads can meet pushable data are (see `compute_pushable_requirements`).
 
 use std::sync::Arc;
 

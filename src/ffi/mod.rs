@@ -1,9 +1,9 @@
 //! The C ABI: the only module that speaks C.
 //!
-//! Every exported function's body is a single call to [`boundary::call`] (or one of its
+//! Every exported function's body is a single call to `boundary::call` (or one of its
 //! siblings), which catches panics, turns [`crate::Error`] values into `celerity_status` and
 //! records the message that `celerity_last_error_message` returns. Handles handed to C are
-//! never dereferenced: their bits name a slot in a per-kind [`handle::Registry`], so a released,
+//! never dereferenced: their bits name a slot in a per-kind `handle::Registry`, so a released,
 //! stale, forged or wrong-kind handle is reported as an error instead of being undefined
 //! behaviour. One file per C concept; `boundary`, `handle` and `status` are the shared plumbing.
 //!

@@ -271,7 +271,7 @@ pub enum Placement {
 }
 
 /// Priority offsets per instruction kind (higher runs first among ready instructions); a batch
-/// compiled for a push adds [`PUSH_BASE_PRIORITY`].
+/// compiled for a push adds [`priority::PUSH_BASE_PRIORITY`].
 pub mod priority {
     /// Frees run only when nothing else is ready.
     pub const FREE: i32 = -1;

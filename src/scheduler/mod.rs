@@ -21,9 +21,9 @@
 //! error sink and the offending task produces no work. The thread ends after it handed over the
 //! shutdown epoch's batch.
 //!
-//! The work has two stages, [`CommandStage`] (tasks to commands) and [`InstructionStage`]
+//! The work has two stages, `CommandStage` (tasks to commands) and `InstructionStage`
 //! (the lookahead queue, commands to instructions, the sink). With [`SchedulerThreads::Two`]
-//! each runs on a thread of its own, connected by a channel of [`Compile`] records in program
+//! each runs on a thread of its own, connected by a channel of `Compile` records in program
 //! order: the command graph of one task is built while the instructions of the previous one
 //! are. The busier stage then does 1.6× fewer instructions per task than one thread
 //! (`benches/scheduler_stages.rs`), but a running program did not get faster on the GPU host,

@@ -151,7 +151,7 @@ pub const MAX_OVERSUBSCRIBE: u32 = 1 << 12;
 /// The command-group rules that do not need the task's iteration space, in one wording for the
 /// task manager (at submission) and the C ABI (at the `celerity_cg_*` call that breaks them).
 impl CommandGroup {
-    /// Refuses an oversubscription factor of 0 or above [`MAX_OVERSUBSCRIBE`].
+    /// Refuses an oversubscription factor of 0 or above `MAX_OVERSUBSCRIBE`.
     pub fn check_oversubscribe(factor: u32) -> Result<()> {
         if factor == 0 {
             return Err(Error::invalid_argument(

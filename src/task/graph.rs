@@ -52,7 +52,7 @@ impl Default for TaskGraph {
 }
 
 impl TaskGraph {
-    /// An empty graph with room for [`INITIAL_LIVE_TASKS`] live tasks.
+    /// An empty graph with room for `INITIAL_LIVE_TASKS` live tasks.
     pub fn new() -> Self {
         Self {
             first: 0,
