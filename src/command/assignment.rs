@@ -85,6 +85,9 @@ pub(super) struct Assignment {
     /// The chunks follow each other along dimension 0 with equal extents in the others (a 1-D
     /// split), so the box from the first to the last chunk of a run covers exactly the run.
     sequence_along_dim0: bool,
+    /// No chunk is empty: a built-in mapper's readers can then be found from coordinates alone
+    /// ([`RangeMapper::chunks_reaching`]).
+    chunks_nonempty: bool,
     /// The task's iteration space less the local chunks (what the overlapping-write check tests
     /// the local writes against), once per task shape instead of a region difference per task.
     pub remote_space: Region,
@@ -101,6 +104,7 @@ impl Assignment {
             remote_space: Region::from_box(*task).difference(&local_space),
             local: local_chunks,
             sequence_along_dim0: !chunks.is_empty() && is_sequence_along_dim0(&chunks),
+            chunks_nonempty: chunks.iter().all(|c| !c.chunk.is_empty()),
             chunks,
         }
     }
@@ -320,6 +324,7 @@ impl ChunkRequirements {
 }
 
 /// Unites `region` into the read of `bid` in `reads`.
+#[inline(always)]
 pub(super) fn add_read(reads: &mut BufferReads, bid: BufferId, region: Region) {
     match reads.iter_mut().find(|(b, _)| *b == bid) {
         Some((_, r)) => *r = r.union(&region),
@@ -528,6 +533,18 @@ pub(super) fn compute_pushable_requirements(
     }
     let map = task.access_map();
     for cand in candidates {
+        let access = &map.accesses()[cand.access];
+        let reaching = if assignment.chunks_nonempty {
+            access
+                .mapper
+                .chunks_reaching(&cand.pushable, access.buffer_range)
+        } else {
+            None
+        };
+        if let Some(reaching) = reaching {
+            add_reads_of_chunks_reaching(task, assignment, local, cand, &reaching, out);
+            continue;
+        }
         let reads = |b: &GridBox| {
             map.bounds_for_nth_access(cand.access, b)
                 .intersects(&cand.pushable)
@@ -563,6 +580,49 @@ pub(super) fn compute_pushable_requirements(
             }
         }
     }
+}
+
+/// The reads of candidate `cand` (a built-in mapper) by the remote chunks that meet `reaching`
+/// ([`RangeMapper::chunks_reaching`]), which are those whose reads meet the pushable box: found by
+/// comparing coordinates, where evaluating the mapper on spans and chunks was most of a stencil
+/// task's cost with many nodes. Out of line, so that the custom mappers' path stays as it was.
+#[inline(never)]
+fn add_reads_of_chunks_reaching(
+    task: &Task,
+    assignment: &Assignment,
+    local: NodeId,
+    cand: &PushCandidate,
+    reaching: &GridBox,
+    out: &mut ChunkRequirements,
+) {
+    let chunks = &assignment.chunks;
+    let run = if assignment.sequence_along_dim0 {
+        run_meeting(chunks, reaching)
+    } else {
+        0..chunks.len()
+    };
+    for c in &chunks[run] {
+        if c.node != local && c.chunk.intersects(reaching) {
+            let region = task
+                .access_map()
+                .requirements_for_nth_access(cand.access, &c.chunk);
+            add_read(out.remote_reads_of(c.node), cand.bid, region);
+        }
+    }
+}
+
+/// The indices of the chunks of a sequence along dimension 0 (see [`is_sequence_along_dim0`])
+/// that can meet `target`: those whose extent along dimension 0 meets target's, or none when the
+/// other dimensions, which all chunks share, miss it.
+fn run_meeting(chunks: &[AssignedChunk], target: &GridBox) -> std::ops::Range<usize> {
+    let (first, t_min, t_max) = (&chunks[0].chunk, target.min_arr(), target.max_arr());
+    let (c_min, c_max) = (first.min_arr(), first.max_arr());
+    if (1..3).any(|d| c_max[d] <= t_min[d] || t_max[d] <= c_min[d]) {
+        return 0..0;
+    }
+    let lo = chunks.partition_point(|c| c.chunk.max_arr()[0] <= t_min[0]);
+    let hi = chunks.partition_point(|c| c.chunk.min_arr()[0] < t_max[0]);
+    lo..hi.max(lo)
 }
 
 /// Whether the chunks follow each other along dimension 0 with equal extents in the others.

@@ -268,6 +268,49 @@ impl RangeMapper {
         Some(bounds.intersection(&full))
     }
 
+    /// The chunks whose [`RangeMapper::bounds`] meet `target` (a box of the buffer), as a box of
+    /// the iteration space: a non-empty chunk's bounds meet `target` exactly when the chunk meets
+    /// the returned box. So a node finds the remote chunks that read its data by comparing
+    /// coordinates instead of evaluating the mapper per chunk. `None` for a custom mapper, whose
+    /// bounds are known only by evaluating it.
+    pub fn chunks_reaching(&self, target: &GridBox, buffer_range: Range) -> Option<GridBox> {
+        let target = match self {
+            // before any work: the push search asks this of every custom access
+            RangeMapper::Custom(_) => return None,
+            _ => target.intersection(&GridBox::full_range(buffer_range)),
+        };
+        if target.is_empty() {
+            return Some(GridBox::EMPTY);
+        }
+        let every_chunk = GridBox::from_arrays([0; 3], [usize::MAX; 3]);
+        Some(match self {
+            RangeMapper::OneToOne => target,
+            // a chunk's bounds are the whole buffer, or a box of its own, for every chunk alike
+            RangeMapper::All => every_chunk,
+            RangeMapper::Fixed(sr) => {
+                if saturating_box(*sr).intersects(&target) {
+                    every_chunk
+                } else {
+                    GridBox::EMPTY
+                }
+            }
+            RangeMapper::Slice(dim) if *dim >= 3 => GridBox::EMPTY,
+            // along `dim` every chunk's bounds span the buffer, which meets `target`
+            RangeMapper::Slice(dim) => {
+                let (mut min, mut max) = (*target.min_arr(), *target.max_arr());
+                min[*dim] = 0;
+                max[*dim] = usize::MAX;
+                GridBox::from_arrays(min, max)
+            }
+            // growing is symmetric: [a - n, b + n) meets [p, q) iff [a, b) meets [p - n, q + n)
+            // (saturating at 0 changes neither side, as both boxes start at 0 or above)
+            RangeMapper::Neighborhood(n) | RangeMapper::NeighborhoodAlongAxes(n) => {
+                (0..3).fold(target, |b, d| grow_along(&b, d, n[d]))
+            }
+            RangeMapper::Custom(_) => return None,
+        })
+    }
+
     /// The region this mapper yields for `chunk` on a buffer of `buffer_range`, clamped to it.
     #[inline]
     pub fn map(&self, chunk: &Chunk, buffer_dims: usize, buffer_range: Range) -> Mapped {

@@ -445,3 +445,48 @@ fn initial_contents_are_never_pushed() {
         vec![(0, targets(&[(1, Region::from_box(b1(0, 5)))]))]
     );
 }
+
+/// With many nodes a stencil's halo goes to the neighbours only, and a read of whole columns
+/// reaches every other node: the pushes a node finds by comparing coordinates (built-in
+/// mappers) are those the mappers yield.
+#[test]
+fn halo_pushes_at_64_nodes_reach_the_neighbours_and_a_column_read_reaches_every_node() {
+    const NODES: u64 = 64;
+    let rows = NODES as usize * 4;
+    let b2 = |r0: usize, r1: usize| GridBox::from_arrays([r0, 0, 0], [r1, 8, 1]);
+    let mut ctx = Ctx::new(NODES as usize);
+    let halo = ctx.buffer(&[rows, 8], false);
+    let columns = ctx.buffer(&[rows, 8], false);
+    for buf in [halo, columns] {
+        ctx.device(&[rows, 8]).discard_write(buf, OneToOne).submit();
+    }
+    ctx.device(&[rows, 8])
+        .name("stencil")
+        .read(halo, RangeMapper::NeighborhoodAlongAxes([1, 1, 0]))
+        .read(columns, RangeMapper::Slice(0))
+        .submit();
+    let pushes = |n: u64, bid: BufferId| -> Vec<(NodeId, Region)> {
+        ctx.kind("push")
+            .on(n)
+            .of_buffer(bid)
+            .records()
+            .flat_map(|r| r.push_targets().unwrap().to_vec())
+            .collect()
+    };
+    for n in 0..NODES {
+        let first = n as usize * 4;
+        let mut neighbours = Vec::new();
+        if n > 0 {
+            neighbours.push((NodeId(n - 1), Region::from_box(b2(first, first + 1))));
+        }
+        if n + 1 < NODES {
+            neighbours.push((NodeId(n + 1), Region::from_box(b2(first + 3, first + 4))));
+        }
+        assert_eq!(pushes(n, halo), neighbours, "halo pushes of N{n}");
+        let everyone: Vec<(NodeId, Region)> = (0..NODES)
+            .filter(|&p| p != n)
+            .map(|p| (NodeId(p), Region::from_box(b2(first, first + 4))))
+            .collect();
+        assert_eq!(pushes(n, columns), everyone, "column pushes of N{n}");
+    }
+}

@@ -274,3 +274,67 @@ fn one_to_one_and_neighborhoods_need_equal_dims() {
         assert!(rm.validate(3, LABEL, 1, Range([8, 1, 1])).is_ok(), "{rm:?}");
     }
 }
+
+mod chunks_reaching {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_range(max: usize) -> impl Strategy<Value = [usize; 3]> {
+        [1..=max, 1..=max, 1..=max]
+    }
+
+    /// A non-empty box inside `[0, extent)`.
+    fn arb_box_in(extent: [usize; 3]) -> impl Strategy<Value = GridBox> {
+        let dim = |e: usize| (0..e).prop_flat_map(move |lo| (Just(lo), lo + 1..=e));
+        (dim(extent[0]), dim(extent[1]), dim(extent[2]))
+            .prop_map(|(a, b, c)| boxed([a.0, b.0, c.0], [a.1, b.1, c.1]))
+    }
+
+    fn arb_builtin_mapper() -> impl Strategy<Value = RangeMapper> {
+        prop_oneof![
+            Just(RangeMapper::OneToOne),
+            Just(RangeMapper::All),
+            ([0..24usize, 0..24, 0..24], [0..24usize, 0..24, 0..24])
+                .prop_map(|(o, r)| RangeMapper::Fixed(sr(o, r))),
+            (0..4usize).prop_map(RangeMapper::Slice),
+            [0..4usize, 0..4, 0..4].prop_map(RangeMapper::Neighborhood),
+            [0..4usize, 0..4, 0..4].prop_map(RangeMapper::NeighborhoodAlongAxes),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+        /// The contract the command generator's push search relies on: a chunk meets the box
+        /// exactly when the bounds of what it accesses meet the target.
+        #[test]
+        fn a_chunk_meets_the_box_exactly_when_its_bounds_meet_the_target(
+            (mapper, buffer, global, chunk_box, target) in (
+                arb_builtin_mapper(), arb_range(20), arb_range(24)
+            ).prop_flat_map(|(m, buffer, global)| (
+                Just(m), Just(buffer), Just(global), arb_box_in(global), arb_box_in(buffer)
+            ))
+        ) {
+            let ck = chunk(3, *chunk_box.min_arr(), chunk_box.range().0, global);
+            let bounds = mapper.bounds(&ck, Range(buffer)).expect("a built-in mapper");
+            let reaching = mapper
+                .chunks_reaching(&target, Range(buffer))
+                .expect("a built-in mapper");
+            prop_assert_eq!(
+                chunk_box.intersects(&reaching),
+                bounds.intersects(&target),
+                "{:?}: chunk {:?}, bounds {:?}, target {:?}, box {:?}",
+                mapper, chunk_box, bounds, target, reaching
+            );
+        }
+    }
+
+    #[test]
+    fn a_custom_mapper_has_no_box() {
+        let rm = RangeMapper::Custom(Arc::new(|_: &Chunk, _, _| sr([0; 3], [1; 3])));
+        assert_eq!(
+            rm.chunks_reaching(&boxed([0; 3], [1; 3]), Range([4, 4, 4])),
+            None
+        );
+    }
+}
