@@ -341,21 +341,39 @@ impl RangeMapper {
             }
             RangeMapper::NeighborhoodAlongAxes(n) => {
                 let interior = chunk.as_box();
-                let mut builder = RegionBuilder::new();
-                if !interior.is_empty() {
+                if interior.is_empty() {
+                    Region::new()
+                } else {
                     let core = interior.intersection(&full);
-                    builder.add_box(core);
                     // an arm the buffer clamps back to the core (a chunk spanning the buffer
                     // along `d`) adds nothing: regions are canonical, so leaving it out builds
                     // the same region without normalising duplicates
-                    for d in (0..3).filter(|&d| n[d] > 0) {
-                        let arm = grow_along(&interior, d, n[d]).intersection(&full);
-                        if arm != core {
-                            builder.add_box(arm);
+                    let mut arms = [GridBox::EMPTY; 3];
+                    let mut num_arms = 0;
+                    for (d, &reach) in n.iter().enumerate() {
+                        if reach > 0 {
+                            let arm = grow_along(&interior, d, reach).intersection(&full);
+                            if arm != core {
+                                arms[num_arms] = arm;
+                                num_arms += 1;
+                            }
+                        }
+                    }
+                    match num_arms {
+                        0 => Region::from_box(core),
+                        // every arm contains the core: one arm alone is the region (a stencil
+                        // chunk of a 1-D split), without building and normalising two boxes
+                        1 => Region::from_box(arms[0]),
+                        _ => {
+                            let mut builder = RegionBuilder::new();
+                            builder.add_box(core);
+                            for &arm in &arms[..num_arms] {
+                                builder.add_box(arm);
+                            }
+                            builder.into_region()
                         }
                     }
                 }
-                builder.into_region()
             }
             RangeMapper::Custom(f) => {
                 let sr = f(chunk, buffer_dims, buffer_range);

@@ -275,7 +275,8 @@ fn one_to_one_and_neighborhoods_need_equal_dims() {
     }
 }
 
-mod chunks_reaching {
+/// Properties of the built-in mappers over random buffers, chunks and targets.
+mod builtin_properties {
     use super::*;
     use proptest::prelude::*;
 
@@ -326,6 +327,30 @@ mod chunks_reaching {
                 "{:?}: chunk {:?}, bounds {:?}, target {:?}, box {:?}",
                 mapper, chunk_box, bounds, target, reaching
             );
+        }
+
+        /// A cross is the chunk with one arm per axis, clamped to the buffer, whatever shortcut
+        /// builds it: the same region as uniting the core and every arm.
+        #[test]
+        fn a_cross_is_the_union_of_its_core_and_arms(
+            (n, buffer, global, chunk_box) in (
+                [0..4usize, 0..4, 0..4], arb_range(20), arb_range(24)
+            ).prop_flat_map(|(n, buffer, global)| (
+                Just(n), Just(buffer), Just(global), arb_box_in(global)
+            ))
+        ) {
+            let ck = chunk(3, *chunk_box.min_arr(), chunk_box.range().0, global);
+            let full = GridBox::full_range(Range(buffer));
+            let mut parts = vec![chunk_box.intersection(&full)];
+            for d in 0..3 {
+                let (mut min, mut max) = (*chunk_box.min_arr(), *chunk_box.max_arr());
+                min[d] = min[d].saturating_sub(n[d]);
+                max[d] += n[d];
+                parts.push(GridBox::from_arrays(min, max).intersection(&full));
+            }
+            let expected = region(&parts);
+            let mapped = RangeMapper::NeighborhoodAlongAxes(n).map(&ck, 3, Range(buffer));
+            prop_assert_eq!(&mapped.region, &expected, "n {:?}, chunk {:?}", n, chunk_box);
         }
     }
 
