@@ -324,6 +324,8 @@ impl ChunkRequirements {
 }
 
 /// Unites `region` into the read of `bid` in `reads`.
+// Inlined into both push searches: left to LLVM, the custom mappers' search (soup, jacobi)
+// measured 1.8 % more instructions once the built-in mappers' search called it too.
 #[inline(always)]
 pub(super) fn add_read(reads: &mut BufferReads, bid: BufferId, region: Region) {
     match reads.iter_mut().find(|(b, _)| *b == bid) {
