@@ -192,9 +192,19 @@ impl GridBox {
     }
 
     /// True if the boxes share at least one point.
+    ///
+    /// Two comparisons per dimension, stopping at the first that fails: the scans of the region
+    /// maps' flat lists test every entry, and most entries fail in their first or second
+    /// dimension. An empty box is `[0, 0)` (the invariant), so it meets nothing here either.
     #[inline]
     pub fn intersects(&self, other: &GridBox) -> bool {
-        (0..3).all(|d| self.min[d].max(other.min[d]) < self.max[d].min(other.max[d]))
+        let (a, b) = (self, other);
+        a.min[0] < b.max[0]
+            && b.min[0] < a.max[0]
+            && a.min[1] < b.max[1]
+            && b.min[1] < a.max[1]
+            && a.min[2] < b.max[2]
+            && b.min[2] < a.max[2]
     }
 
     /// The common points of both boxes.
@@ -341,5 +351,36 @@ mod tests {
         assert!(lt(b([0, 0, 0], [1, 1, 1]), b([0, 0, 1], [1, 1, 2])));
         assert!(lt(b([0, 5, 5], [9, 9, 9]), b([1, 0, 0], [2, 1, 1])));
         assert!(lt(b([0, 0, 0], [1, 1, 1]), b([0, 0, 0], [1, 1, 2])));
+    }
+
+    /// `intersects` compares the bounds directly and relies on the empty box being `[0, 0)`:
+    /// every pair of boxes over coordinates 0..3 in two dimensions (empty, touching, nested and
+    /// overlapping, on either side) agrees with the intersection.
+    #[test]
+    fn intersects_exactly_when_the_intersection_is_not_empty() {
+        let spans = [
+            (0, 0),
+            (0, 1),
+            (0, 2),
+            (0, 3),
+            (1, 1),
+            (1, 2),
+            (1, 3),
+            (2, 3),
+            (3, 3),
+        ];
+        let mut boxes = Vec::new();
+        for &(x0, x1) in &spans {
+            for &(y0, y1) in &spans {
+                boxes.push(b([x0, y0, 0], [x1, y1, 1]));
+            }
+        }
+        boxes.push(b([1, 1, 2], [2, 2, 3]));
+        for p in &boxes {
+            for q in &boxes {
+                let expected = !p.intersection(q).is_empty();
+                assert_eq!(p.intersects(q), expected, "{p:?} and {q:?}");
+            }
+        }
     }
 }

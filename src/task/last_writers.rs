@@ -31,21 +31,6 @@ pub struct LastWriterMap {
 /// A candidate of [`LastWriterMap::merge`] that was merged into another entry.
 const DEAD: usize = usize::MAX;
 
-/// [`GridBox::intersects`] for the scans of a map: two comparisons per dimension, stopping at
-/// the first that fails (the box test computes a maximum and a minimum per dimension, about 30
-/// instructions per entry where most entries of a large map fail in their first or second
-/// dimension). Empty boxes are `[0, 0)` and meet nothing here either.
-#[inline]
-fn meets(a: &GridBox, b: &GridBox) -> bool {
-    let (amin, amax, bmin, bmax) = (a.min_arr(), a.max_arr(), b.min_arr(), b.max_arr());
-    amin[0] < bmax[0]
-        && bmin[0] < amax[0]
-        && amin[1] < bmax[1]
-        && bmin[1] < amax[1]
-        && amin[2] < bmax[2]
-        && bmin[2] < amax[2]
-}
-
 /// A last writer as stored: `Option<TaskId>` in 8 bytes (task `t` as `t + 1`, `None` as 0), so
 /// the value comparisons of the merge scans are one compare of one word.
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -99,7 +84,7 @@ impl LastWriterMap {
     pub fn query_region(&self, r: &Region, mut f: impl FnMut(GridBox, Option<TaskId>)) {
         for q in r.boxes() {
             for (b, &w) in self.boxes.iter().zip(&self.writers) {
-                if meets(b, q) {
+                if b.intersects(q) {
                     f(b.intersection(q), w.get());
                 }
             }
@@ -148,7 +133,7 @@ impl LastWriterMap {
             hits.push(0);
         } else {
             for (i, e) in self.boxes.iter().enumerate() {
-                if meets(e, &b) {
+                if e.intersects(&b) {
                     previous(self.writers[i].get());
                     hits.push(i);
                 }
