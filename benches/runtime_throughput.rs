@@ -4,7 +4,8 @@
 //! every task reads and writes the same small buffer, so each depends on the previous one.
 //!
 //! `RT_RUN="<devices> independent|chain <rounds>"` runs one workload that many rounds of
-//! `TASKS` tasks without criterion and prints µs per task (for callgrind's per-thread counts).
+//! `TASKS` tasks without criterion and prints µs per task (for callgrind's per-thread counts),
+//! then each thread's CPU time per task over those rounds (Linux: which thread paces the run).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -87,6 +88,7 @@ fn direct_run() -> Option<()> {
     let mut rt = host_runtime(devices);
     let range = Range::new(devices as usize, 1, 1);
     let kernel = empty_kernel();
+    let cpu_before = thread_cpu_times();
     let elapsed = match workload {
         "independent" => time_rounds(&mut rt, rounds, range, &kernel, CommandGroup::new),
         "chain" => {
@@ -95,10 +97,63 @@ fn direct_run() -> Option<()> {
         }
         other => panic!("unknown workload {other}"),
     };
+    let cpu_after = thread_cpu_times();
     rt.shutdown().unwrap();
-    let per_task = elapsed.as_secs_f64() * 1e6 / (rounds as f64 * TASKS as f64);
+    let tasks = rounds as f64 * TASKS as f64;
+    let per_task = elapsed.as_secs_f64() * 1e6 / tasks;
     println!("{workload}, host:{devices}: {per_task:.2} us per task");
+    for after in &cpu_after {
+        let before = cpu_before.iter().find(|b| b.tid == after.tid);
+        let since = |f: fn(&ThreadCpu) -> u64| f(after) - before.map_or(0, f);
+        let busy_us = since(|t| t.on_cpu_ns) as f64 * 1e-3 / tasks;
+        if busy_us >= 0.005 {
+            let share = 100.0 * busy_us / per_task;
+            let (user, system) = (since(|t| t.user_ticks), since(|t| t.system_ticks));
+            let name = &after.name;
+            println!(
+                "  thread {name:<16} {busy_us:6.2} us CPU per task ({share:3.0} % of wall; clock ticks user {user}, system {system})"
+            );
+        }
+    }
     Some(())
+}
+
+/// A thread's CPU time so far.
+struct ThreadCpu {
+    tid: u64,
+    name: String,
+    /// Time on a CPU (schedstat, nanoseconds).
+    on_cpu_ns: u64,
+    /// Of that, in user and in system mode (stat, clock ticks: coarse, but it tells how much
+    /// of a thread's time went to system calls such as futex wake-ups).
+    user_ticks: u64,
+    system_ticks: u64,
+}
+
+/// Every thread of this process with its CPU time so far (/proc/self/task; empty where
+/// unavailable).
+fn thread_cpu_times() -> Vec<ThreadCpu> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            let tid = path.file_name()?.to_str()?.parse().ok()?;
+            let name = std::fs::read_to_string(path.join("comm")).ok()?;
+            let schedstat = std::fs::read_to_string(path.join("schedstat")).ok()?;
+            let stat = std::fs::read_to_string(path.join("stat")).ok()?;
+            // fields after the parenthesised name: state is field 3, utime 14, stime 15
+            let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+            Some(ThreadCpu {
+                tid,
+                name: name.trim().to_string(),
+                on_cpu_ns: schedstat.split_whitespace().next()?.parse().ok()?,
+                user_ticks: fields.next()?.parse().ok()?,
+                system_ticks: fields.next()?.parse().ok()?,
+            })
+        })
+        .collect()
 }
 
 fn bench(c: &mut Criterion) {
