@@ -198,6 +198,11 @@ impl BoundsRecords {
         unsafe { &*self.pointer(index).0.cast::<BoundsRecord>() }
     }
 
+    /// Whether some accessor's record holds an access outside its declared box.
+    pub fn any_violation(&self) -> bool {
+        (0..self.len).any(|i| self.get(i).violation().is_some())
+    }
+
     /// Per violated accessor: its index and the bounding box of the offending indices.
     pub fn violations(&self) -> Vec<(usize, OffendingBox)> {
         (0..self.len)
@@ -214,7 +219,9 @@ mod tests {
     fn records_the_bounding_box_of_offending_indices() {
         let records = BoundsRecords::new_host(2).unwrap();
         assert!(records.violations().is_empty());
+        assert!(!records.any_violation());
         records.get(1).record([5, 0, 0]);
+        assert!(records.any_violation());
         records.get(1).record([usize::MAX, 3, 0]);
         let violations = records.violations();
         assert_eq!(violations.len(), 1);

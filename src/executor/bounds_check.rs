@@ -3,22 +3,35 @@
 //! reports every accessor that was used outside its declared box, once, naming the task, the
 //! chunk, the accessor, the buffer and both boxes.
 
-use smallvec::SmallVec;
-
 use crate::backend::bounds::BoundsRecords;
 use crate::backend::interface::{Backend, KernelInvocation};
 use crate::error::{Error, ErrorKind, Result};
 use crate::grid::GridBox;
+use crate::instruction::BufferAccessAllocation;
 use crate::policy::ErrorPolicy;
 use crate::task::{BufferLabel, Task, fmt_box_dims};
 use crate::types::{BufferId, DeviceId};
 
-/// The records of one running chunk and what its report needs.
+/// The records of one running chunk. Its chunk and declared boxes are not copied here: the
+/// report, which is rare, reads them from the chunk's instruction. (Copying them made the
+/// record about 300 bytes, moved into and out of the executor's map on every chunk.)
 pub(super) struct ArmedCheck {
     records: BoundsRecords,
-    chunk: GridBox,
     device: Option<DeviceId>,
-    declared: SmallVec<[GridBox; 4]>,
+}
+
+impl ArmedCheck {
+    /// Whether some accessor was used outside its declared box.
+    pub(super) fn violated(&self) -> bool {
+        self.records.any_violation()
+    }
+}
+
+/// What a report names of the chunk: its box, and per accessor (in order) the declared box.
+pub(super) struct ChunkView<'a> {
+    pub task: &'a Task,
+    pub chunk: &'a GridBox,
+    pub accesses: &'a [BufferAccessAllocation],
 }
 
 /// Most record blocks kept for reuse. The executor arms a chunk when it hands it to a lane, and
@@ -91,26 +104,21 @@ pub(super) fn arm(
     }
     Ok(Some(ArmedCheck {
         records,
-        chunk: invocation.chunk,
         device: invocation.device,
-        declared: invocation
-            .accessors
-            .iter()
-            .map(|a| a.accessed_box)
-            .collect(),
     }))
 }
 
 /// After the chunk completed: one message per violated accessor, joined into one report.
 pub(super) fn violations(
     check: &ArmedCheck,
-    task: &Task,
+    view: &ChunkView<'_>,
     buffer_name: &dyn Fn(BufferId) -> Option<String>,
 ) -> Option<String> {
     let violations = check.records.violations();
     if violations.is_empty() {
         return None;
     }
+    let task = view.task;
     let dims = task.geometry().dims;
     let place = match check.device {
         Some(device) => format!(" on {device}"),
@@ -133,14 +141,14 @@ pub(super) fn violations(
                 offending.display(buffer_dims),
                 offending.count,
                 if offending.count == 1 { "" } else { "es" },
-                fmt_box_dims(&check.declared[*index], buffer_dims),
+                fmt_box_dims(&view.accesses[*index].accessed_box, buffer_dims),
             )
         })
         .collect();
     Some(format!(
         "{} (chunk {}{place}): {}; the range mapper declares what each chunk may access",
         task.title(),
-        fmt_box_dims(&check.chunk, dims),
+        fmt_box_dims(view.chunk, dims),
         lines.join("; ")
     ))
 }
@@ -165,9 +173,7 @@ mod tests {
     fn completed(len: usize, device: Option<DeviceId>) -> ArmedCheck {
         ArmedCheck {
             records: BoundsRecords::new_host(len).unwrap(),
-            chunk: GridBox::UNIT,
             device,
-            declared: SmallVec::new(),
         }
     }
 

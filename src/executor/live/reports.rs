@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::super::bounds_check::{self, ArmedCheck};
+use super::super::bounds_check::{self, ArmedCheck, ChunkView};
 use super::{Executor, task_context};
 use crate::backend::interface::KernelInvocation;
 use crate::error::{Error, ErrorKind, Result};
@@ -95,11 +95,34 @@ impl Executor {
 
     /// Reports the accessor boundary violations of completed instruction `id`.
     pub(super) fn report_bounds_violations(&mut self, id: InstructionId, check: &ArmedCheck) {
-        let Some(task) = self.task_of(id) else {
+        if !check.violated() {
+            return;
+        }
+        let Some(instruction) = self.instructions.get(&id).cloned() else {
             return;
         };
+        let (task, chunk, accesses) = match instruction.kind() {
+            InstructionKind::DeviceKernel {
+                task,
+                execution_box,
+                accesses,
+                ..
+            }
+            | InstructionKind::HostTask {
+                task,
+                execution_box,
+                accesses,
+                ..
+            } => (task, execution_box, accesses),
+            _ => return,
+        };
+        let view = ChunkView {
+            task,
+            chunk,
+            accesses,
+        };
         let delegate = &self.delegate;
-        let report = bounds_check::violations(check, &task, &|bid| delegate.buffer_name(bid));
+        let report = bounds_check::violations(check, &view, &|bid| delegate.buffer_name(bid));
         if let Some(error) =
             report.and_then(|r| bounds_check::apply(self.config.accessor_boundary_check, r))
         {
