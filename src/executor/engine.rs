@@ -394,22 +394,25 @@ impl OutOfOrderEngine {
 
     /// Records that the assigned instruction `id` has completed (in any order).
     pub fn complete_assigned(&mut self, id: InstructionId) {
-        let node = self
+        let (state, target, successors) = self
             .incomplete
-            .remove(&id)
+            .remove_with(&id, |node| {
+                let successors = std::mem::take(&mut node.successors);
+                (node.state, node.instruction.target, successors)
+            })
             .unwrap_or_else(|| panic!("{id} completed but was not incomplete"));
         self.execution_front.remove(&id);
-        let State::Assigned { device, lane } = node.state else {
+        let State::Assigned { device, lane } = state else {
             panic!("{id} completed before it was assigned");
         };
         if let Some(lane) = lane {
-            let lane = &mut self.lanes(node.instruction.target, device)[lane];
+            let lane = &mut self.lanes(target, device)[lane];
             lane.in_flight -= 1;
             if lane.last_incomplete_submission == Some(id) {
                 lane.last_incomplete_submission = None;
             }
         }
-        for successor in node.successors {
+        for successor in successors {
             // Completions may arrive out of dependency order, so a successor may be gone.
             let Some(successor_node) = self.incomplete.get_mut(&successor) else {
                 continue;
