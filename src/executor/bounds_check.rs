@@ -6,10 +6,9 @@
 use crate::backend::bounds::BoundsRecords;
 use crate::backend::interface::{Backend, KernelInvocation};
 use crate::error::{Error, ErrorKind, Result};
-use crate::grid::GridBox;
-use crate::instruction::BufferAccessAllocation;
+use crate::instruction::InstructionKind;
 use crate::policy::ErrorPolicy;
-use crate::task::{BufferLabel, Task, fmt_box_dims};
+use crate::task::{BufferLabel, fmt_box_dims};
 use crate::types::{BufferId, DeviceId};
 
 /// The records of one running chunk. Its chunk and declared boxes are not copied here: the
@@ -25,13 +24,6 @@ impl ArmedCheck {
     pub(super) fn violated(&self) -> bool {
         self.records.any_violation()
     }
-}
-
-/// What a report names of the chunk: its box, and per accessor (in order) the declared box.
-pub(super) struct ChunkView<'a> {
-    pub task: &'a Task,
-    pub chunk: &'a GridBox,
-    pub accesses: &'a [BufferAccessAllocation],
 }
 
 /// Most record blocks kept for reuse. The executor arms a chunk when it hands it to a lane, and
@@ -109,16 +101,32 @@ pub(super) fn arm(
 }
 
 /// After the chunk completed: one message per violated accessor, joined into one report.
+/// `kernel` is the chunk's instruction (a device kernel or a host task): the report names its
+/// chunk and, per accessor, the declared box of the access it stands for.
 pub(super) fn violations(
     check: &ArmedCheck,
-    view: &ChunkView<'_>,
+    kernel: &InstructionKind,
     buffer_name: &dyn Fn(BufferId) -> Option<String>,
 ) -> Option<String> {
     let violations = check.records.violations();
     if violations.is_empty() {
         return None;
     }
-    let task = view.task;
+    let (task, chunk, declared) = match kernel {
+        InstructionKind::DeviceKernel {
+            task,
+            execution_box,
+            accesses,
+            ..
+        }
+        | InstructionKind::HostTask {
+            task,
+            execution_box,
+            accesses,
+            ..
+        } => (task, execution_box, accesses),
+        _ => return None,
+    };
     let dims = task.geometry().dims;
     let place = match check.device {
         Some(device) => format!(" on {device}"),
@@ -141,14 +149,14 @@ pub(super) fn violations(
                 offending.display(buffer_dims),
                 offending.count,
                 if offending.count == 1 { "" } else { "es" },
-                fmt_box_dims(&view.accesses[*index].accessed_box, buffer_dims),
+                fmt_box_dims(&declared[*index].accessed_box, buffer_dims),
             )
         })
         .collect();
     Some(format!(
         "{} (chunk {}{place}): {}; the range mapper declares what each chunk may access",
         task.title(),
-        fmt_box_dims(view.chunk, dims),
+        fmt_box_dims(chunk, dims),
         lines.join("; ")
     ))
 }

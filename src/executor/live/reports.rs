@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::super::bounds_check::{self, ArmedCheck, ChunkView};
+use super::super::bounds_check::{self, ArmedCheck};
 use super::{Executor, task_context};
 use crate::backend::interface::KernelInvocation;
 use crate::error::{Error, ErrorKind, Result};
@@ -98,35 +98,17 @@ impl Executor {
         if !check.violated() {
             return;
         }
-        let Some(instruction) = self.instructions.get(&id).cloned() else {
+        let Some(instruction) = self.instructions.get(&id) else {
             return;
         };
-        let (task, chunk, accesses) = match instruction.kind() {
-            InstructionKind::DeviceKernel {
-                task,
-                execution_box,
-                accesses,
-                ..
-            }
-            | InstructionKind::HostTask {
-                task,
-                execution_box,
-                accesses,
-                ..
-            } => (task, execution_box, accesses),
-            _ => return,
-        };
-        let view = ChunkView {
-            task,
-            chunk,
-            accesses,
-        };
         let delegate = &self.delegate;
-        let report = bounds_check::violations(check, &view, &|bid| delegate.buffer_name(bid));
+        let report =
+            bounds_check::violations(check, instruction.kind(), &|bid| delegate.buffer_name(bid));
+        let task = instruction.kind().task().map(|t| t.id());
         if let Some(error) =
             report.and_then(|r| bounds_check::apply(self.config.accessor_boundary_check, r))
         {
-            self.failed_tasks.insert(task.id());
+            self.failed_tasks.extend(task);
             self.fail(error);
         }
     }
