@@ -1,9 +1,11 @@
 //! End-to-end task throughput of the whole runtime (task graph, scheduler thread with command
 //! and instruction graphs, executor thread, emulated devices): N tasks submitted then waited
 //! for, reported per task. "independent": tasks with empty kernels and no accesses; "chain":
-//! every task reads and writes the same small buffer, so each depends on the previous one.
+//! every task reads and writes the same small buffer, so each depends on the previous one;
+//! "paced" (direct runs only): the chain with each submission 10 µs after the end of the
+//! previous one, as a program doing a little host work between submissions.
 //!
-//! `RT_RUN="<devices> independent|chain <rounds>"` runs one workload that many rounds of
+//! `RT_RUN="<devices> independent|chain|paced <rounds>"` runs one workload that many rounds of
 //! `TASKS` tasks without criterion and prints µs per task (for callgrind's per-thread counts),
 //! then each thread's CPU time per task over those rounds (Linux: which thread paces the run).
 
@@ -37,16 +39,39 @@ fn time_rounds(
     kernel: &Launcher,
     make_cg: impl Fn() -> CommandGroup,
 ) -> Duration {
+    time_paced_rounds(rt, iterations, range, kernel, make_cg, None)
+}
+
+/// [`time_rounds`], where with `pace` each submission after the first waits (spinning) until
+/// that long has passed since the end of the previous one: a program doing a little host work
+/// between its submissions (C++ Celerity's throttled scheduler benchmark paces the same way).
+fn time_paced_rounds(
+    rt: &mut Runtime,
+    iterations: u64,
+    range: Range,
+    kernel: &Launcher,
+    make_cg: impl Fn() -> CommandGroup,
+    pace: Option<Duration>,
+) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..iterations {
         let start = Instant::now();
+        let mut last_submission: Option<Instant> = None;
         for _ in 0..TASKS {
+            if let (Some(pace), Some(last)) = (pace, last_submission) {
+                while last.elapsed() < pace {
+                    std::hint::spin_loop();
+                }
+            }
             let spec = TaskSpec::DeviceKernel {
                 dims: 1,
                 range,
                 offset: Id::default(),
             };
             rt.submit(spec, make_cg(), kernel.clone()).unwrap();
+            if pace.is_some() {
+                last_submission = Some(Instant::now());
+            }
         }
         rt.wait().unwrap();
         total += start.elapsed();
@@ -81,7 +106,7 @@ fn direct_run() -> Option<()> {
     let spec = std::env::var("RT_RUN").ok()?;
     let words: Vec<&str> = spec.split_whitespace().collect();
     let [devices, workload, rounds] = words[..] else {
-        panic!("RT_RUN=\"<devices> independent|chain <rounds>\"");
+        panic!("RT_RUN=\"<devices> independent|chain|paced <rounds>\"");
     };
     let devices: u32 = devices.parse().expect("devices");
     let rounds: u64 = rounds.parse().expect("rounds");
@@ -94,6 +119,11 @@ fn direct_run() -> Option<()> {
         "chain" => {
             let buffer = chain_buffer(&mut rt, range);
             time_rounds(&mut rt, rounds, range, &kernel, chain_step(buffer))
+        }
+        "paced" => {
+            let buffer = chain_buffer(&mut rt, range);
+            let pace = Some(Duration::from_micros(10));
+            time_paced_rounds(&mut rt, rounds, range, &kernel, chain_step(buffer), pace)
         }
         other => panic!("unknown workload {other}"),
     };

@@ -414,3 +414,6 @@ impl Scheduler {
             .handle(event, &mut |input| instructions.handle(input));
     }
 }
+
+#[cfg(test)]
+mod tests;

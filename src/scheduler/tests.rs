@@ -1,0 +1,138 @@
+//! The scheduler end to end: events in, instruction batches out, on one thread and on two (whose
+//! instruction stage may poll for input before it parks).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crossbeam_channel::Sender;
+
+use super::*;
+use crate::backend::system_info::SystemInfo;
+use crate::command::CommandPolicies;
+use crate::grid::{Id, Range};
+use crate::instruction::{InstructionKind, Policies};
+use crate::runtime::config::ErrorPolicy;
+use crate::task::{
+    AccessMode, CommandGroup, RangeMapper, TaskDelegate, TaskManager, TaskManagerConfig, TaskSpec,
+};
+use crate::types::{AllocationId, BufferId, MemoryId, NodeId};
+
+struct Forward(Sender<SchedulerEvent>);
+
+impl TaskDelegate for Forward {
+    fn task_created(&mut self, task: &Arc<Task>) {
+        let _ = self.0.send(SchedulerEvent::Task(task.clone()));
+    }
+}
+
+/// What reached the sink: device kernels, and whether the shutdown epoch came last.
+#[derive(Default)]
+struct Received {
+    kernels: usize,
+    last_was_shutdown: bool,
+    errors: Vec<String>,
+}
+
+struct Collect(Arc<Mutex<Received>>);
+
+impl SchedulerSink for Collect {
+    fn batch(&mut self, (instructions, _): Batch) {
+        let mut received = self.0.lock().unwrap();
+        for instruction in &instructions {
+            match instruction.kind() {
+                InstructionKind::DeviceKernel { .. } => received.kernels += 1,
+                InstructionKind::Epoch { action, .. } => {
+                    received.last_was_shutdown = *action == EpochAction::Shutdown
+                }
+                _ => {}
+            }
+        }
+    }
+    fn error(&mut self, error: Error) {
+        self.0.lock().unwrap().errors.push(error.to_string());
+    }
+    fn abort(&mut self) {}
+}
+
+/// Submits `tasks` kernels (every other one chained on a buffer) and the shutdown epoch to a
+/// scheduler started with `threads` and `poll`, pausing `pause` after every fourth submission
+/// (longer than a poll, so that a polling stage parks and is woken again), and returns what
+/// reached the sink once the scheduler ended.
+fn run_program(tasks: usize, threads: SchedulerThreads, poll: bool, pause: Duration) -> Received {
+    let cdag = CommandGraphGenerator::new(
+        1,
+        NodeId(0),
+        CommandPolicies {
+            uninitialized_read: ErrorPolicy::Ignore,
+            overlapping_write: ErrorPolicy::Error,
+        },
+    )
+    .unwrap();
+    let system = SystemInfo::with_devices(1, true).unwrap();
+    let idag = InstructionGraphGenerator::new(system, NodeId(0), 1, Policies::default(), None);
+    let received = Arc::new(Mutex::new(Received::default()));
+    let options = SchedulerOptions {
+        lookahead: Lookahead::Auto,
+        threads,
+        poll_before_parking: poll,
+    };
+    let sink = Box::new(Collect(received.clone()));
+    let mut handle = SchedulerHandle::start(cdag, idag, options, sink, None).unwrap();
+    let config = TaskManagerConfig {
+        uninitialized_read: ErrorPolicy::Ignore,
+        ..TaskManagerConfig::default()
+    };
+    let mut tm = TaskManager::new(config, Some(Box::new(Forward(handle.sender()))));
+    let (bid, range) = (BufferId(0), Range::new(4, 1, 1));
+    tm.notify_buffer_created(bid, 1, range, true);
+    handle.send(SchedulerEvent::BufferCreated {
+        bid,
+        range,
+        elem_size: 8,
+        elem_align: 8,
+        user_allocation: Some(AllocationId::new(MemoryId::USER, 1)),
+    });
+    for i in 0..tasks {
+        let spec = TaskSpec::DeviceKernel {
+            dims: 1,
+            range,
+            offset: Id::default(),
+        };
+        let cg = if i % 2 == 0 {
+            CommandGroup::new().access(bid, AccessMode::ReadWrite, RangeMapper::OneToOne)
+        } else {
+            CommandGroup::new()
+        };
+        tm.submit(spec, cg).unwrap();
+        if i % 4 == 3 {
+            std::thread::sleep(pause);
+        }
+    }
+    tm.epoch(EpochAction::Shutdown, None).unwrap();
+    handle.join().expect("the scheduler ended");
+    Arc::try_unwrap(received)
+        .ok()
+        .expect("the sink was dropped with the scheduler")
+        .into_inner()
+        .unwrap()
+}
+
+#[test]
+fn every_task_reaches_the_executor_on_one_thread_or_two_polling_or_parking() {
+    // longer than the poll, so that a polling stage gives up and parks between bursts
+    let pause = STAGE_SPIN * 5;
+    for (threads, poll) in [
+        (SchedulerThreads::One, false),
+        (SchedulerThreads::Two, false),
+        (SchedulerThreads::Two, true),
+    ] {
+        let received = run_program(40, threads, poll, pause);
+        let case = format!("{threads:?}, poll {poll}");
+        assert!(received.errors.is_empty(), "{case}: {:?}", received.errors);
+        assert_eq!(received.kernels, 40, "{case}: one kernel per task");
+        assert!(
+            received.last_was_shutdown,
+            "{case}: the shutdown epoch last"
+        );
+    }
+}
