@@ -11,7 +11,7 @@ use crate::backend::system_info::SystemInfo;
 use crate::command::CommandPolicies;
 use crate::grid::{Id, Range};
 use crate::instruction::{InstructionKind, Policies};
-use crate::runtime::config::ErrorPolicy;
+use crate::policy::ErrorPolicy;
 use crate::task::{
     AccessMode, CommandGroup, RangeMapper, TaskDelegate, TaskManager, TaskManagerConfig, TaskSpec,
 };
