@@ -4,8 +4,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crossbeam_channel::Sender;
-
 use super::*;
 use crate::backend::system_info::SystemInfo;
 use crate::command::CommandPolicies;
@@ -13,19 +11,11 @@ use crate::grid::{Id, Range};
 use crate::instruction::{InstructionKind, Policies};
 use crate::policy::ErrorPolicy;
 use crate::task::{
-    AccessMode, CommandGroup, RangeMapper, TaskDelegate, TaskManager, TaskManagerConfig, TaskSpec,
+    AccessMode, CommandGroup, RangeMapper, TaskManager, TaskManagerConfig, TaskSpec,
 };
 use crate::types::{AllocationId, BufferId, MemoryId, NodeId};
 
-struct Forward(Sender<SchedulerEvent>);
-
-impl TaskDelegate for Forward {
-    fn task_created(&mut self, task: &Arc<Task>) {
-        let _ = self.0.send(SchedulerEvent::Task(task.clone()));
-    }
-}
-
-/// What reached the sink: device kernels, and whether the shutdown epoch came last.
+/// What reached the sink: device kernels, and whether the last epoch was the shutdown epoch.
 #[derive(Default)]
 struct Received {
     kernels: usize,
@@ -82,7 +72,11 @@ fn run_program(tasks: usize, threads: SchedulerThreads, poll: bool, pause: Durat
         uninitialized_read: ErrorPolicy::Ignore,
         ..TaskManagerConfig::default()
     };
-    let mut tm = TaskManager::new(config, Some(Box::new(Forward(handle.sender()))));
+    let scheduler = handle.sender();
+    let forward = move |task: &Arc<Task>| {
+        let _ = scheduler.send(SchedulerEvent::Task(task.clone()));
+    };
+    let mut tm = TaskManager::new(config, Some(Box::new(forward)));
     let (bid, range) = (BufferId(0), Range::new(4, 1, 1));
     tm.notify_buffer_created(bid, 1, range, true);
     handle.send(SchedulerEvent::BufferCreated {
