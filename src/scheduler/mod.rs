@@ -23,11 +23,12 @@
 //!
 //! The work has two stages, `CommandStage` (tasks to commands) and `InstructionStage`
 //! (the lookahead queue, commands to instructions, the sink). With [`SchedulerThreads::Two`]
-//! each runs on a thread of its own, connected by a channel of `Compile` records in program
-//! order: the command graph of one task is built while the instructions of the previous one
-//! are. The busier stage then does 1.6× fewer instructions per task than one thread
+//! each runs on a thread of its own, connected by a bounded channel of runs of `Compile` records
+//! in program order: the command graph of one task is built while the instructions of the
+//! previous one are. The busier stage then does 1.6× fewer instructions per task than one thread
 //! (`benches/scheduler_stages.rs`), but a running program did not get faster on the GPU host,
-//! where the scheduler does not pace it, so the runtime uses two only when asked (or for a dry
+//! where the scheduler does not pace it, and on one host device a program submitting far ahead
+//! used more memory and was no faster; so the runtime uses two only when asked (or for a dry
 //! run).
 
 mod command_stage;
@@ -36,7 +37,7 @@ mod instruction_stage;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, unbounded};
 
 use crate::command::CommandGraphGenerator;
 use crate::debug::trace::{COMMAND_GRAPH_TRACK, SCHEDULER_TRACK, TraceLog};
@@ -165,7 +166,7 @@ impl SchedulerHandle {
             let commands = CommandStage::new(cdag, command_trace, COMMAND_GRAPH_TRACK);
             let mut instructions = InstructionStage::new(idag, lookahead, sink, trace);
             instructions.spent = Some(Spent::default());
-            let (to_instructions, compile_inputs) = unbounded();
+            let (to_instructions, compile_inputs) = bounded(MAX_RUNS_IN_FLIGHT);
             let (to_commands, spent) = unbounded();
             let instructions = std::thread::Builder::new()
                 .name("celerity-idag".into())
@@ -236,6 +237,15 @@ impl SchedulerHandle {
 /// caught up and parked in between): on a 2-core VM that wake-up cost more than the stage split
 /// saved (3.5 µs per task against 2.9 on one thread, `benches/scheduler_stages.rs`).
 const MAX_HELD_RECORDS: usize = 64;
+
+/// Most runs of records on their way from the command stage to the instruction stage; the
+/// command stage waits when this many are. Unbounded, the command stage ran up to hundreds of
+/// thousands of commands ahead of the slower instruction stage in a program that submits faster
+/// than the scheduler keeps up (`million_tasks`, 13 % slower than one thread on an H100 host,
+/// where the same tasks in rounds of a thousand were 23 % faster); bounded, it was as fast as one
+/// thread there (docs/benchmarks.md, "The stage hand-off bounded"). The program's backlog now
+/// waits in the application's queue, as with one thread.
+const MAX_RUNS_IN_FLIGHT: usize = 4;
 
 /// The command stage's thread: builds commands until the shutdown epoch (or until the
 /// application side hangs up) and hands everything on to the instruction stage, in runs: what

@@ -1,5 +1,6 @@
 //! The scheduler end to end: events in, instruction batches out, on one thread and on two (whose
-//! instruction stage may poll for input before it parks).
+//! instruction stage may poll for input before it parks, and whose command stage stays a few
+//! runs ahead of it).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -129,4 +130,93 @@ fn every_task_reaches_the_executor_on_one_thread_or_two_polling_or_parking() {
             "{case}: the shutdown epoch last"
         );
     }
+}
+
+/// A sink whose first batch waits until the test opens the gate: the instruction stage stalls
+/// inside its first run.
+struct Gated {
+    gate: Receiver<()>,
+    open: bool,
+    received: Arc<Mutex<Received>>,
+}
+
+impl SchedulerSink for Gated {
+    fn batch(&mut self, batch: Batch) {
+        if !self.open {
+            let _ = self.gate.recv();
+            self.open = true;
+        }
+        Collect(self.received.clone()).batch(batch);
+    }
+    fn error(&mut self, error: Error) {
+        self.received.lock().unwrap().errors.push(error.to_string());
+    }
+    fn abort(&mut self) {}
+}
+
+#[test]
+fn the_command_stage_stays_a_few_runs_ahead_of_a_stalled_instruction_stage() {
+    const TASKS: usize = 4000;
+    let cdag = CommandGraphGenerator::new(1, NodeId(0), CommandPolicies::default()).unwrap();
+    let system = SystemInfo::with_devices(1, true).unwrap();
+    let idag = InstructionGraphGenerator::new(system, NodeId(0), 1, Policies::default(), None);
+    let (open_gate, gate) = crossbeam_channel::bounded(1);
+    let received = Arc::new(Mutex::new(Received::default()));
+    let sink = Box::new(Gated {
+        gate,
+        open: false,
+        received: received.clone(),
+    });
+    let options = SchedulerOptions {
+        lookahead: Lookahead::None,
+        threads: SchedulerThreads::Two,
+        poll_before_parking: false,
+    };
+    let mut handle = SchedulerHandle::start(cdag, idag, options, sink, None).unwrap();
+    let scheduler = handle.sender();
+    // tasks and the horizons between them
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = sent.clone();
+    let forward = move |task: &Arc<Task>| {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let _ = scheduler.send(SchedulerEvent::Task(task.clone()));
+    };
+    let mut tm = TaskManager::new(TaskManagerConfig::default(), Some(Box::new(forward)));
+    let range = Range::new(4, 1, 1);
+    for _ in 0..TASKS {
+        let spec = TaskSpec::DeviceKernel {
+            dims: 1,
+            range,
+            offset: Id::default(),
+        };
+        tm.submit(spec, CommandGroup::new()).unwrap();
+    }
+    // The command stage takes events until the hand-off is full; wait until the application's
+    // queue stops shrinking.
+    let queued = handle.sender();
+    let mut last = usize::MAX;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while queued.len() != last && std::time::Instant::now() < deadline {
+        last = queued.len();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let sent = sent.load(std::sync::atomic::Ordering::Relaxed);
+    let taken = sent - queued.len();
+    // one run stalled in the instruction stage, the bounded hand-off, one run the command
+    // stage holds and one it waits to hand over
+    let most = (MAX_RUNS_IN_FLIGHT + 3) * MAX_HELD_RECORDS;
+    assert!(
+        taken <= most,
+        "the command stage took {taken} of {sent} events while the instruction stage stalled (at most {most})"
+    );
+    open_gate.send(()).unwrap();
+    tm.epoch(EpochAction::Shutdown, None).unwrap();
+    handle.join().expect("the scheduler ended");
+    let received = received.lock().unwrap();
+    assert!(received.errors.is_empty(), "{:?}", received.errors);
+    assert_eq!(
+        received.kernels, TASKS,
+        "every kernel once the stage resumed"
+    );
+    assert!(received.last_was_shutdown);
 }
