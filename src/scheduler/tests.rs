@@ -2,6 +2,7 @@
 //! instruction stage may poll for input before it parks, and whose command stage stays a few
 //! runs ahead of it).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -175,10 +176,10 @@ fn the_command_stage_stays_a_few_runs_ahead_of_a_stalled_instruction_stage() {
     let mut handle = SchedulerHandle::start(cdag, idag, options, sink, None).unwrap();
     let scheduler = handle.sender();
     // tasks and the horizons between them
-    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let sent = Arc::new(AtomicUsize::new(0));
     let counted = sent.clone();
     let forward = move |task: &Arc<Task>| {
-        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        counted.fetch_add(1, Ordering::Relaxed);
         let _ = scheduler.send(SchedulerEvent::Task(task.clone()));
     };
     let mut tm = TaskManager::new(TaskManagerConfig::default(), Some(Box::new(forward)));
@@ -200,7 +201,7 @@ fn the_command_stage_stays_a_few_runs_ahead_of_a_stalled_instruction_stage() {
         last = queued.len();
         std::thread::sleep(Duration::from_millis(200));
     }
-    let sent = sent.load(std::sync::atomic::Ordering::Relaxed);
+    let sent = sent.load(Ordering::Relaxed);
     let taken = sent - queued.len();
     // one run stalled in the instruction stage, the bounded hand-off, one run the command
     // stage holds and one it waits to hand over
