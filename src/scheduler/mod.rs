@@ -239,12 +239,13 @@ impl SchedulerHandle {
 const MAX_HELD_RECORDS: usize = 64;
 
 /// Most runs of records on their way from the command stage to the instruction stage; the
-/// command stage waits when this many are. Unbounded, the command stage ran up to hundreds of
-/// thousands of commands ahead of the slower instruction stage in a program that submits faster
-/// than the scheduler keeps up (`million_tasks`: 13 % slower than one thread on an H100 host,
-/// where `runtime_throughput`'s chain, which waits every thousand tasks, was 23 % faster);
-/// bounded, it was as fast as one thread there (docs/benchmarks.md, "The stage hand-off
-/// bounded"). The program's backlog now waits in the application's queue, as with one thread.
+/// command stage waits when this many are. Unbounded, nothing kept the command stage from
+/// running up to hundreds of thousands of commands ahead of the slower instruction stage in a
+/// program that submits faster than the scheduler keeps up (`million_tasks`: 13 % slower than
+/// one thread on an H100 host, where `runtime_throughput`'s chain, which waits every thousand
+/// tasks, was 23 % faster); bounded, it was as fast as one thread there (docs/benchmarks.md,
+/// "The stage hand-off bounded"). The program's backlog now waits in the application's queue,
+/// as with one thread.
 const MAX_RUNS_IN_FLIGHT: usize = 4;
 
 /// The command stage's thread: builds commands until the shutdown epoch (or until the
