@@ -46,6 +46,15 @@ impl SchedulerSink for Collect {
     fn abort(&mut self) {}
 }
 
+/// A one-dimensional device kernel over `range`.
+fn kernel(range: Range) -> TaskSpec {
+    TaskSpec::DeviceKernel {
+        dims: 1,
+        range,
+        offset: Id::default(),
+    }
+}
+
 /// Submits `tasks` kernels (every other one chained on a buffer) and the shutdown epoch to a
 /// scheduler started with `threads` and `poll`, pausing `pause` after every fourth submission
 /// (longer than a poll, so that a polling stage parks and is woken again), and returns what
@@ -89,17 +98,12 @@ fn run_program(tasks: usize, threads: SchedulerThreads, poll: bool, pause: Durat
         user_allocation: Some(AllocationId::new(MemoryId::USER, 1)),
     });
     for i in 0..tasks {
-        let spec = TaskSpec::DeviceKernel {
-            dims: 1,
-            range,
-            offset: Id::default(),
-        };
         let cg = if i % 2 == 0 {
             CommandGroup::new().access(bid, AccessMode::ReadWrite, RangeMapper::OneToOne)
         } else {
             CommandGroup::new()
         };
-        tm.submit(spec, cg).unwrap();
+        tm.submit(kernel(range), cg).unwrap();
         if i % 4 == 3 {
             std::thread::sleep(pause);
         }
@@ -133,12 +137,12 @@ fn every_task_reaches_the_executor_on_one_thread_or_two_polling_or_parking() {
     }
 }
 
-/// A sink whose first batch waits until the test opens the gate: the instruction stage stalls
-/// inside its first run.
+/// A [`Collect`] sink whose first batch waits until the test opens the gate: the instruction
+/// stage stalls inside its first run.
 struct Gated {
     gate: Receiver<()>,
     open: bool,
-    received: Arc<Mutex<Received>>,
+    collect: Collect,
 }
 
 impl SchedulerSink for Gated {
@@ -147,10 +151,10 @@ impl SchedulerSink for Gated {
             let _ = self.gate.recv();
             self.open = true;
         }
-        Collect(self.received.clone()).batch(batch);
+        self.collect.batch(batch);
     }
     fn error(&mut self, error: Error) {
-        self.received.lock().unwrap().errors.push(error.to_string());
+        self.collect.error(error);
     }
     fn abort(&mut self) {}
 }
@@ -166,7 +170,7 @@ fn the_command_stage_stays_a_few_runs_ahead_of_a_stalled_instruction_stage() {
     let sink = Box::new(Gated {
         gate,
         open: false,
-        received: received.clone(),
+        collect: Collect(received.clone()),
     });
     let options = SchedulerOptions {
         lookahead: Lookahead::None,
@@ -185,12 +189,7 @@ fn the_command_stage_stays_a_few_runs_ahead_of_a_stalled_instruction_stage() {
     let mut tm = TaskManager::new(TaskManagerConfig::default(), Some(Box::new(forward)));
     let range = Range::new(4, 1, 1);
     for _ in 0..TASKS {
-        let spec = TaskSpec::DeviceKernel {
-            dims: 1,
-            range,
-            offset: Id::default(),
-        };
-        tm.submit(spec, CommandGroup::new()).unwrap();
+        tm.submit(kernel(range), CommandGroup::new()).unwrap();
     }
     // The command stage takes events until the hand-off is full; wait until the application's
     // queue stops shrinking.
