@@ -122,6 +122,14 @@ const PEER_WAIT_SPIN: Duration = Duration::from_millis(1);
 /// a parked thread takes several (tens on a VM's idle vCPU).
 const COMPLETION_SPIN: Duration = Duration::from_micros(50);
 
+/// How many incomplete instructions the executor holds before it leaves the scheduler's next
+/// batches in the channel, as long as it has local work that completes without peers. A program
+/// that submits far ahead (the scheduler outpacing the executor by tens of thousands of
+/// instructions) otherwise moves its whole backlog into the executor's tables, which then outgrow
+/// the caches and slow every dispatch and retirement; a few thousand instructions keep every lane
+/// and device busy.
+pub(crate) const MAX_INCOMPLETE_INSTRUCTIONS: usize = 4096;
+
 /// The launcher a kernel or host task carries.
 fn launcher_of(task: &Task) -> Result<Launcher> {
     task.launcher()
@@ -344,7 +352,7 @@ impl Executor {
 
     fn take_messages(&mut self) -> bool {
         let mut any = false;
-        loop {
+        while !self.holds_enough() {
             match self.receiver.try_recv() {
                 Ok(message) => {
                     any = true;
@@ -357,6 +365,18 @@ impl Executor {
                 }
             }
         }
+        any
+    }
+
+    /// Whether the executor holds [`MAX_INCOMPLETE_INSTRUCTIONS`] and has local work that completes
+    /// without peers (an instruction running that is not a transfer, or one ready to run), so
+    /// that it will look at the channel again once that work is done. A node whose held work
+    /// waits only for peers always takes the next batches: their pilots and sends may be what
+    /// the peers wait for.
+    fn holds_enough(&self) -> bool {
+        self.instructions.len() >= MAX_INCOMPLETE_INSTRUCTIONS
+            && (self.in_flight.len() > self.communication_in_flight
+                || self.engine.assignment_queue_len() > 0)
     }
 
     fn handle_message(&mut self, message: ExecutorMessage) {

@@ -635,6 +635,63 @@ fn a_host_task_that_never_returns_is_named_in_the_stall_report() {
     rt.shutdown().unwrap();
 }
 
+#[test]
+fn a_program_far_ahead_of_a_stuck_task_leaves_its_backlog_outside_the_executor() {
+    use crate::executor::live::MAX_INCOMPLETE_INSTRUCTIONS;
+    let release = Arc::new(AtomicBool::new(false));
+    let mut rt = Runtime::start(Config {
+        stall_timeout: Duration::from_millis(300),
+        ..base_config()
+    })
+    .unwrap();
+    let b = rt
+        .create_buffer(1, Range::new(16, 1, 1), 4, 4, None)
+        .unwrap();
+    let flag = release.clone();
+    rt.submit(
+        TaskSpec::host(1, Range::new(16, 1, 1)),
+        CommandGroup::new()
+            .discard_write(b, RangeMapper::OneToOne)
+            .name("stuck"),
+        launcher(move |_| {
+            while !flag.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }),
+    )
+    .unwrap();
+    // every later task waits for the stuck one: a chain on the same elements
+    let ran = Arc::new(AtomicUsize::new(0));
+    let later = 3 * MAX_INCOMPLETE_INSTRUCTIONS;
+    for _ in 0..later {
+        let ran = ran.clone();
+        rt.submit(
+            TaskSpec::host(1, Range::new(16, 1, 1)),
+            CommandGroup::new().read_write(b, RangeMapper::OneToOne),
+            launcher(move |_| {
+                ran.fetch_add(1, Ordering::Relaxed);
+            }),
+        )
+        .unwrap();
+    }
+    let report = await_stall_report(&rt);
+    release.store(true, Ordering::Release);
+    rt.wait().unwrap();
+    assert_eq!(ran.load(Ordering::Relaxed), later, "every later task ran");
+    let pending: usize = report
+        .split("; ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{report}"));
+    // the last batch taken may carry the holding past the limit by a few instructions
+    assert!(
+        (MAX_INCOMPLETE_INSTRUCTIONS..MAX_INCOMPLETE_INSTRUCTIONS + 64).contains(&pending),
+        "the executor held {pending} instructions (limit {MAX_INCOMPLETE_INSTRUCTIONS}): {report}"
+    );
+    rt.shutdown().unwrap();
+}
+
 /// Node 0's communicator, holding back its first payload until released.
 pub(super) struct HoldFirstPayload {
     inner: InProcessCommunicator,
