@@ -676,14 +676,7 @@ fn a_program_far_ahead_of_a_stuck_task_leaves_its_backlog_outside_the_executor()
     }
     // A report comes once nothing completed or arrived for the stall timeout: normally once the
     // executor holds its limit, earlier (and again later) only if the scheduler paused that long.
-    let held = |report: &String| -> usize {
-        report
-            .split("; ")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("{report}"))
-    };
+    let held = |report: &String| held_instructions(report);
     let deadline = Instant::now() + Duration::from_secs(20);
     while !rt
         .stall_reports()
@@ -708,6 +701,16 @@ fn a_program_far_ahead_of_a_stuck_task_leaves_its_backlog_outside_the_executor()
         );
     }
     rt.shutdown().unwrap();
+}
+
+/// The number of instructions a stall report counts as pending.
+pub(super) fn held_instructions(report: &str) -> usize {
+    report
+        .split("; ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{report}"))
 }
 
 /// Node 0's communicator, holding back its first payload until released.

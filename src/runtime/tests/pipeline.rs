@@ -672,3 +672,99 @@ fn a_refused_submission_leaves_no_reducer_behind() {
     assert_eq!(Arc::strong_count(&handed_over), 1);
     rt.shutdown().unwrap();
 }
+
+/// Node 0's executor fills up to its limit behind a stuck chunk while node 1 waits for node 0's
+/// data: node 0 stops taking batches, node 1 (which only waits for transfers) keeps taking them,
+/// and once the chunk returns both finish with the right data.
+#[test]
+fn two_nodes_finish_after_one_held_its_limit_of_instructions_behind_a_stuck_chunk() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+
+    use super::observability::{fabric, held_instructions as held, on_nodes};
+    use crate::executor::live::MAX_INCOMPLETE_INSTRUCTIONS;
+
+    const N: usize = 16;
+    // a kernel, a send and a receive per step on each node: the steps outnumber the limit
+    let steps = MAX_INCOMPLETE_INSTRUCTIONS / 2;
+    let release = Arc::new(AtomicBool::new(false));
+    let config = Config {
+        stall_timeout: Duration::from_millis(300),
+        ..config(1, true, Lookahead::None)
+    };
+    let outcomes = on_nodes(fabric(2), config, move |node, mut rt| {
+        let mut src = host_f64_buffer(&mut rt, (0..N).map(|i| i as f64));
+        let mut dst = rt
+            .create_buffer(1, Range::new(N, 1, 1), 8, 8, None)
+            .unwrap();
+        let kernel = TaskSpec::DeviceKernel {
+            dims: 1,
+            range: Range::new(N, 1, 1),
+            offset: Id::default(),
+        };
+        let flag = release.clone();
+        rt.submit(
+            kernel,
+            CommandGroup::new()
+                .read_write(src, RangeMapper::OneToOne)
+                .name("stuck on node 0"),
+            launcher(move |inv| {
+                while inv.chunk.min().0[0] == 0 && !flag.load(Ordering::Acquire) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                // SAFETY: one_to_one covers the chunk.
+                for_each(&inv.chunk, |i| unsafe { *element(inv, 0, i) += 1.0 });
+            }),
+        )
+        .unwrap();
+        // every step rotates the buffer by one element: each node reads the other's half
+        for _ in 0..steps {
+            rt.submit(
+                kernel,
+                CommandGroup::new()
+                    .read(src, RangeMapper::All)
+                    .discard_write(dst, RangeMapper::OneToOne),
+                launcher(|inv| {
+                    for_each(&inv.chunk, |i| {
+                        let next = [(i[0] + 1) % N, 0, 0];
+                        // SAFETY: `all` covers the buffer, one_to_one the chunk.
+                        unsafe { *element(inv, 1, i) = *element(inv, 0, next) };
+                    })
+                }),
+            )
+            .unwrap();
+            std::mem::swap(&mut src, &mut dst);
+        }
+        let mut reports = Vec::new();
+        if node.0 == 0 {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !reports
+                .iter()
+                .any(|r: &String| held(r) >= MAX_INCOMPLETE_INSTRUCTIONS)
+            {
+                assert!(
+                    Instant::now() < deadline,
+                    "node 0 never filled: {reports:?}"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+                reports = rt.stall_reports();
+            }
+            release.store(true, Ordering::Release);
+        }
+        let values = fence_all(&mut rt, src, N);
+        reports = rt.stall_reports();
+        rt.shutdown().unwrap();
+        (values, reports)
+    });
+    let expected: Vec<f64> = (0..N).map(|i| ((i + steps) % N + 1) as f64).collect();
+    for (node, (values, _)) in outcomes.iter().enumerate() {
+        assert_eq!(values, &expected, "node {node}");
+    }
+    // node 1 waits only for transfers, so it may take (and hold) everything
+    for report in &outcomes[0].1 {
+        assert!(
+            held(report) < MAX_INCOMPLETE_INSTRUCTIONS + 64,
+            "node 0 held more than {MAX_INCOMPLETE_INSTRUCTIONS}: {report}"
+        );
+    }
+}
