@@ -45,7 +45,7 @@ pub(super) fn base_config() -> Config {
 }
 
 /// A device kernel over the 16 elements of the buffers below.
-fn kernel_over_16() -> TaskSpec {
+pub(super) fn kernel_over_16() -> TaskSpec {
     TaskSpec::DeviceKernel {
         dims: 1,
         range: Range::new(16, 1, 1),
@@ -577,13 +577,29 @@ fn two_nodes_traces_share_one_timeline_in_one_file() {
 
 /// Waits until `rt` reported a stall (or fails after 20 s).
 fn await_stall_report(rt: &Runtime) -> String {
+    await_stall_report_where(rt, |_| true)
+}
+
+/// Waits until `rt` reported a stall whose report satisfies `wanted` (or fails after 20 s).
+pub(super) fn await_stall_report_where(rt: &Runtime, wanted: impl Fn(&str) -> bool) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if let Some(report) = rt.stall_reports().first() {
-            return report.clone();
+        if let Some(report) = rt.stall_reports().into_iter().find(|r| wanted(r)) {
+            return report;
         }
-        assert!(Instant::now() < deadline, "no stall report within 20 s");
+        assert!(
+            Instant::now() < deadline,
+            "no such stall report within 20 s: {:?}",
+            rt.stall_reports()
+        );
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Blocks until `flag` is set (a stuck task or node, released by the test).
+pub(super) fn wait_for_release(flag: &AtomicBool) {
+    while !flag.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -596,14 +612,7 @@ fn a_host_task_that_never_returns_is_named_in_the_stall_report() {
     })
     .unwrap();
     let flag = release.clone();
-    let b = producer_consumer(
-        &mut rt,
-        Some(launcher(move |_| {
-            while !flag.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        })),
-    );
+    let b = producer_consumer(&mut rt, Some(launcher(move |_| wait_for_release(&flag))));
     // Later work overwrites (in the same host allocation) what the stuck task reads, so it
     // waits for it.
     rt.submit(
@@ -653,11 +662,7 @@ fn a_program_far_ahead_of_a_stuck_task_leaves_its_backlog_outside_the_executor()
         CommandGroup::new()
             .discard_write(b, RangeMapper::OneToOne)
             .name("stuck"),
-        launcher(move |_| {
-            while !flag.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        }),
+        launcher(move |_| wait_for_release(&flag)),
     )
     .unwrap();
     // every later task waits for the stuck one: a chain on the same elements
@@ -676,27 +681,14 @@ fn a_program_far_ahead_of_a_stuck_task_leaves_its_backlog_outside_the_executor()
     }
     // A report comes once nothing completed or arrived for the stall timeout: normally once the
     // executor holds its limit, earlier (and again later) only if the scheduler paused that long.
-    let held = |report: &String| held_instructions(report);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !rt
-        .stall_reports()
-        .iter()
-        .any(|r| held(r) >= MAX_INCOMPLETE_INSTRUCTIONS)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "no report of a full executor within 20 s: {:?}",
-            rt.stall_reports()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    await_stall_report_where(&rt, |r| held_instructions(r) >= MAX_INCOMPLETE_INSTRUCTIONS);
     release.store(true, Ordering::Release);
     rt.wait().unwrap();
     assert_eq!(ran.load(Ordering::Relaxed), later, "every later task ran");
     for report in rt.stall_reports() {
         // the last batch taken may carry the holding past the limit by a few instructions
         assert!(
-            held(&report) < MAX_INCOMPLETE_INSTRUCTIONS + 64,
+            held_instructions(&report) < MAX_INCOMPLETE_INSTRUCTIONS + 64,
             "the executor held more than {MAX_INCOMPLETE_INSTRUCTIONS} instructions: {report}"
         );
     }
@@ -840,9 +832,7 @@ fn a_payload_that_never_arrives_is_named_with_its_transfer_and_peer_on_both_node
         producer_consumer(&mut rt, None);
         let report = await_stall_report(&rt);
         counter.fetch_add(1, Ordering::AcqRel);
-        while !flag.load(Ordering::Acquire) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_for_release(&flag);
         rt.wait().unwrap();
         rt.shutdown().unwrap();
         report

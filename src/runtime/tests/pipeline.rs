@@ -679,9 +679,12 @@ fn a_refused_submission_leaves_no_reducer_behind() {
 #[test]
 fn two_nodes_finish_after_one_held_its_limit_of_instructions_behind_a_stuck_chunk() {
     use std::sync::atomic::AtomicBool;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
-    use super::observability::{fabric, held_instructions as held, on_nodes};
+    use super::observability::{
+        await_stall_report_where, fabric, held_instructions as held, kernel_over_16, on_nodes,
+        wait_for_release,
+    };
     use crate::executor::live::MAX_INCOMPLETE_INSTRUCTIONS;
 
     const N: usize = 16;
@@ -697,11 +700,7 @@ fn two_nodes_finish_after_one_held_its_limit_of_instructions_behind_a_stuck_chun
         let mut dst = rt
             .create_buffer(1, Range::new(N, 1, 1), 8, 8, None)
             .unwrap();
-        let kernel = TaskSpec::DeviceKernel {
-            dims: 1,
-            range: Range::new(N, 1, 1),
-            offset: Id::default(),
-        };
+        let kernel = kernel_over_16();
         let flag = release.clone();
         rt.submit(
             kernel,
@@ -709,8 +708,8 @@ fn two_nodes_finish_after_one_held_its_limit_of_instructions_behind_a_stuck_chun
                 .read_write(src, RangeMapper::OneToOne)
                 .name("stuck on node 0"),
             launcher(move |inv| {
-                while inv.chunk.min().0[0] == 0 && !flag.load(Ordering::Acquire) {
-                    std::thread::sleep(Duration::from_millis(5));
+                if inv.chunk.min().0[0] == 0 {
+                    wait_for_release(&flag);
                 }
                 // SAFETY: one_to_one covers the chunk.
                 for_each(&inv.chunk, |i| unsafe { *element(inv, 0, i) += 1.0 });
@@ -735,24 +734,12 @@ fn two_nodes_finish_after_one_held_its_limit_of_instructions_behind_a_stuck_chun
             .unwrap();
             std::mem::swap(&mut src, &mut dst);
         }
-        let mut reports = Vec::new();
         if node.0 == 0 {
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while !reports
-                .iter()
-                .any(|r: &String| held(r) >= MAX_INCOMPLETE_INSTRUCTIONS)
-            {
-                assert!(
-                    Instant::now() < deadline,
-                    "node 0 never filled: {reports:?}"
-                );
-                std::thread::sleep(Duration::from_millis(20));
-                reports = rt.stall_reports();
-            }
+            await_stall_report_where(&rt, |r| held(r) >= MAX_INCOMPLETE_INSTRUCTIONS);
             release.store(true, Ordering::Release);
         }
         let values = fence_all(&mut rt, src, N);
-        reports = rt.stall_reports();
+        let reports = rt.stall_reports();
         rt.shutdown().unwrap();
         (values, reports)
     });
