@@ -334,18 +334,21 @@ impl CommandGraphGenerator {
             if track_init {
                 extend_initialized(&mut buffer.initialized, global_writes);
             }
-            // fresh data of older writers: the remote writes (local writes have new writers)
-            let mut fresh: SmallVec<[(GridBox, WriteState); 4]> = SmallVec::new();
-            buffer.last_writers.query_region(global_writes, |b, ws| {
-                if ws.is_fresh() && ws.command() < first_chunk_cmd {
-                    fresh.push((b, *ws));
-                }
-            });
-            buffer.may_hold_stale |= !fresh.is_empty();
-            self.may_hold_stale |= !fresh.is_empty();
-            for &(b, ws) in &fresh {
-                buffer.last_writers.update_box(&b, ws.stale());
-            }
+            // fresh data of older writers: the remote writes (local writes have new writers),
+            // marked stale in the query that finds them
+            let mut any_stale = false;
+            buffer
+                .last_writers
+                .change_region_values(global_writes, |ws| {
+                    let remote = ws.is_fresh() && ws.command() < first_chunk_cmd;
+                    if remote {
+                        *ws = ws.stale();
+                        any_stale = true;
+                    }
+                    remote
+                });
+            buffer.may_hold_stale |= any_stale;
+            self.may_hold_stale |= any_stale;
         }
     }
 }
