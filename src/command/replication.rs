@@ -20,6 +20,9 @@ use crate::types::NodeId;
 pub(super) struct Replication {
     /// The elements held by individual nodes: ascending node ids, no empty regions.
     per_node: Vec<(NodeId, Region)>,
+    /// A box around everything in `per_node` (it may be larger: a write that clears part of
+    /// it leaves it as it is), so that a write covering all of it clears every entry at once.
+    bounds: GridBox,
 }
 
 impl Replication {
@@ -54,6 +57,7 @@ impl Replication {
         if region.is_empty() {
             return;
         }
+        self.bounds = self.bounds.bounding_box(&region.bounding_box());
         match self.position(nid) {
             Ok(pos) => {
                 let held = &mut self.per_node[pos].1;
@@ -70,6 +74,13 @@ impl Replication {
         }
         let bounds = region.bounding_box();
         let single_box = region.boxes().len() == 1;
+        if single_box && bounds.covers(&self.bounds) {
+            // every node's copy is overwritten (all-to-all patterns, where each task replaces
+            // what every peer received of the previous one): one test instead of one per node
+            self.per_node.clear();
+            self.bounds = GridBox::EMPTY;
+            return;
+        }
         self.per_node.retain_mut(|(_, held)| {
             let held_bounds = held.bounding_box();
             if !held_bounds.intersects(&bounds) {
@@ -81,6 +92,9 @@ impl Replication {
             *held = held.difference(region);
             !held.is_empty()
         });
+        if self.per_node.is_empty() {
+            self.bounds = GridBox::EMPTY;
+        }
     }
 
     /// Number of nodes holding something beyond the common contents (tracking state).
@@ -123,6 +137,30 @@ mod tests {
         );
         assert!(r.missing_on(NodeId(2), &point(0, 3)).is_empty());
         r.overwritten(&Region::from_box(row(0, 4)));
+        assert_eq!(r.num_node_entries(), 0);
+    }
+
+    /// A write that covers only part of what nodes hold keeps the rest; once the entries are
+    /// gone, a later write over everything held again clears it all.
+    #[test]
+    fn a_write_over_part_of_the_held_data_keeps_the_other_copies() {
+        let mut r = Replication::nowhere();
+        r.add(NodeId(1), &Region::from_box(point(0, 1)));
+        r.add(NodeId(2), &Region::from_box(point(3, 3)));
+        r.overwritten(&Region::from_box(row(0, 4)));
+        assert_eq!(r.num_node_entries(), 1);
+        assert!(r.missing_on(NodeId(2), &point(3, 3)).is_empty());
+        assert_eq!(
+            r.missing_on(NodeId(1), &point(0, 1)),
+            Region::from_box(point(0, 1))
+        );
+        r.overwritten(&Region::from_box(row(3, 4)));
+        assert_eq!(r.num_node_entries(), 0);
+        r.add(NodeId(1), &Region::from_box(point(1, 1)));
+        r.add(NodeId(3), &Region::from_box(point(1, 2)));
+        r.overwritten(&Region::from_box(row(2, 4)));
+        assert_eq!(r.num_node_entries(), 2);
+        r.overwritten(&Region::from_box(row(1, 4)));
         assert_eq!(r.num_node_entries(), 0);
     }
 }
