@@ -212,8 +212,15 @@ pub struct BufferRequirements {
 /// access, then reduction outputs not otherwise accessed).
 pub type RequirementsList = SmallVec<[BufferRequirements; 2]>;
 
-/// What one node's chunks consume, per buffer.
-pub type BufferReads = SmallVec<[(BufferId, Region); 2]>;
+/// What the chunks of one remote node consume of one buffer.
+pub struct RemoteRead {
+    /// The reading node.
+    pub node: NodeId,
+    /// The buffer read.
+    pub bid: BufferId,
+    /// The union of what the node's chunks consume of it.
+    pub region: Region,
+}
 
 /// The requirements of all chunks of a task as seen from one node.
 #[derive(Default)]
@@ -227,8 +234,11 @@ pub struct ChunkRequirements {
     /// task-level regions of the access map, read there instead of copied (one node, master-node
     /// tasks).
     whole_task: bool,
-    /// Per remote node (ascending) that has chunks: the union of what they consume, per buffer.
-    pub remote_reads: Vec<(NodeId, BufferReads)>,
+    /// What remote nodes consume: one entry per node and buffer read, in ascending node order,
+    /// a node's buffers in the order they were first read. One flat list rather than a list per
+    /// node: all-to-all patterns add an entry per peer and task, and a nested list per node
+    /// cost a copy of several hundred bytes each.
+    pub remote_reads: Vec<RemoteRead>,
 }
 
 /// Per buffer of a local chunk: the buffer, what the chunk consumes and what it produces of it.
@@ -285,12 +295,10 @@ impl ChunkRequirements {
 
     /// The nodes other than the local one whose chunks consume `bid`.
     pub fn remote_readers(&self, bid: BufferId) -> impl Iterator<Item = NodeId> + '_ {
-        self.remote_reads.iter().filter_map(move |(nid, reads)| {
-            reads
-                .iter()
-                .any(|(b, r)| *b == bid && !r.is_empty())
-                .then_some(*nid)
-        })
+        self.remote_reads
+            .iter()
+            .filter(move |r| r.bid == bid && !r.region.is_empty())
+            .map(|r| r.node)
     }
 
     /// Whether a local chunk of `task` consumes `bid`.
@@ -301,36 +309,41 @@ impl ChunkRequirements {
 }
 
 impl ChunkRequirements {
-    /// The reads of remote node `node`, added (empty) if it has none yet.
-    pub(super) fn remote_reads_of(&mut self, node: NodeId) -> &mut BufferReads {
-        // kept sorted by node; chunks are visited in order and neighbouring chunks share a
-        // node, so the last entry is the common hit
-        let pos = match self.remote_reads.last() {
-            Some((n, _)) if *n == node => Ok(self.remote_reads.len() - 1),
-            Some((n, _)) if *n < node => Err(self.remote_reads.len()),
-            _ => self.remote_reads.binary_search_by_key(&node, |(n, _)| *n),
-        };
-        let pos = pos.unwrap_or_else(|pos| {
-            if self.remote_reads.len() == 1 {
-                // a second reader: all-to-all patterns reach every remote chunk's node
-                let remote_chunks = self.num_chunks - self.local.len();
-                self.remote_reads.reserve(remote_chunks.saturating_sub(1));
+    /// Unites `region` into what remote node `node` reads of `bid`.
+    // Inlined into both push searches: left to LLVM, the custom mappers' search (soup, jacobi)
+    // measured 1.8 % more instructions once the built-in mappers' search called it too.
+    #[inline(always)]
+    pub(super) fn add_remote_read(&mut self, node: NodeId, bid: BufferId, region: Region) {
+        // chunks are visited in node order and neighbouring chunks share a node, so a read
+        // extends the last entry or follows it
+        match self.remote_reads.last_mut() {
+            Some(last) if last.node == node && last.bid == bid => {
+                last.region = last.region.union(&region);
+                return;
             }
-            self.remote_reads.insert(pos, (node, SmallVec::new()));
-            pos
-        });
-        &mut self.remote_reads[pos].1
-    }
-}
-
-/// Unites `region` into the read of `bid` in `reads`.
-// Inlined into both push searches: left to LLVM, the custom mappers' search (soup, jacobi)
-// measured 1.8 % more instructions once the built-in mappers' search called it too.
-#[inline(always)]
-pub(super) fn add_read(reads: &mut BufferReads, bid: BufferId, region: Region) {
-    match reads.iter_mut().find(|(b, _)| *b == bid) {
-        Some((_, r)) => *r = r.union(&region),
-        None => reads.push((bid, region)),
+            Some(last) if last.node < node => {
+                if self.remote_reads.len() == 1 {
+                    // a second reader: all-to-all patterns reach every remote chunk's node
+                    let remote_chunks = self.num_chunks - self.local.len();
+                    self.remote_reads.reserve(remote_chunks.saturating_sub(1));
+                }
+                self.remote_reads.push(RemoteRead { node, bid, region });
+                return;
+            }
+            None => {
+                self.remote_reads.push(RemoteRead { node, bid, region });
+                return;
+            }
+            _ => {}
+        }
+        // another buffer of the last node, or a later access visiting the nodes again
+        let start = self.remote_reads.partition_point(|r| r.node < node);
+        let run = self.remote_reads[start..].partition_point(|r| r.node == node);
+        let node_reads = &mut self.remote_reads[start..start + run];
+        match node_reads.iter_mut().find(|r| r.bid == bid) {
+            Some(r) => r.region = r.region.union(&region),
+            None => (self.remote_reads).insert(start + run, RemoteRead { node, bid, region }),
+        }
     }
 }
 
@@ -453,11 +466,9 @@ pub fn compute_requirements(
         && local_chunks.clone().count() == 1;
     out.set_local(task, local_chunks, spans_task);
     for c in chunks.iter().filter(|c| c.node != local) {
-        let reqs = chunk_requirements(task, c.node, &c.chunk, true);
-        let reads = out.remote_reads_of(c.node);
-        for r in reqs {
+        for r in chunk_requirements(task, c.node, &c.chunk, true) {
             if !r.consumed.is_empty() {
-                add_read(reads, r.bid, r.consumed);
+                out.add_remote_read(c.node, r.bid, r.consumed);
             }
         }
     }
@@ -564,7 +575,7 @@ pub(super) fn compute_pushable_requirements(
             if (custom && !known_hit) && !region.bounding_box().intersects(&cand.pushable) {
                 return;
             }
-            add_read(out.remote_reads_of(c.node), cand.bid, region);
+            out.add_remote_read(c.node, cand.bid, region);
         };
         if assignment.sequence_along_dim0 {
             // the span of all chunks is the task: the candidate filter has looked at it. A custom
@@ -608,7 +619,7 @@ fn add_reads_of_chunks_reaching(
             let region = task
                 .access_map()
                 .requirements_for_nth_access(cand.access, &c.chunk);
-            add_read(out.remote_reads_of(c.node), cand.bid, region);
+            out.add_remote_read(c.node, cand.bid, region);
         }
     }
 }

@@ -70,10 +70,8 @@ impl SharedPieces {
 
     fn query(bid: BufferId, reqs: &ChunkRequirements, buffer: &BufferState) -> Self {
         let mut bounds = GridBox::EMPTY;
-        for (_, reads) in &reqs.remote_reads {
-            if let Some((_, r)) = reads.iter().find(|(b, _)| *b == bid) {
-                bounds = bounds.bounding_box(&r.bounding_box());
-            }
+        for read in reqs.remote_reads.iter().filter(|r| r.bid == bid) {
+            bounds = bounds.bounding_box(&read.region.bounding_box());
         }
         let bounds = bounds.intersection(&buffer.pushable_bounds);
         let mut pieces: Option<Pieces> = Some(SmallVec::new());
@@ -132,64 +130,62 @@ impl CommandGraphGenerator {
         let mut per_buffer: SmallVec<[PushScratch; 2]> = SmallVec::new();
         let mut shared: SmallVec<[SharedPieces; 2]> = SmallVec::new();
         let mut pushable: Pieces = SmallVec::new();
-        for (nid, reads) in &reqs.remote_reads {
-            let nid = *nid;
-            for (bid, consumed) in reads {
-                let buffer = &self.buffers[*bid];
-                if !consumed.bounding_box().intersects(&buffer.pushable_bounds) {
-                    continue;
+        for read in &reqs.remote_reads {
+            let (nid, bid, consumed) = (read.node, read.bid, &read.region);
+            let buffer = &self.buffers[bid];
+            if !consumed.bounding_box().intersects(&buffer.pushable_bounds) {
+                continue;
+            }
+            let pos = match shared.iter().position(|s| s.bid == bid) {
+                Some(pos) => pos,
+                None => {
+                    shared.push(SharedPieces::query(bid, reqs, buffer));
+                    shared.len() - 1
                 }
-                let pos = match shared.iter().position(|s| s.bid == *bid) {
-                    Some(pos) => pos,
-                    None => {
-                        shared.push(SharedPieces::query(*bid, reqs, buffer));
-                        shared.len() - 1
-                    }
-                };
-                pushable.clear();
-                match &shared[pos].pieces {
-                    Some(pieces) => {
-                        for &(p, ws) in pieces {
-                            for c in consumed.boxes() {
-                                let b = p.intersection(c);
-                                if !b.is_empty() {
-                                    pushable.push((b, ws));
-                                }
+            };
+            pushable.clear();
+            match &shared[pos].pieces {
+                Some(pieces) => {
+                    for &(p, ws) in pieces {
+                        for c in consumed.boxes() {
+                            let b = p.intersection(c);
+                            if !b.is_empty() {
+                                pushable.push((b, ws));
                             }
                         }
                     }
-                    None => buffer.last_writers.query_region(consumed, |b, ws| {
-                        if ws.is_fresh() && !ws.is_replicated() {
-                            pushable.push((b, *ws));
-                        }
-                    }),
                 }
-                // the pieces are disjoint, so what one of them sends does not change what the
-                // others miss: the target's whole region is added to the replication once the
-                // push is built (one union per target instead of one per piece)
-                for &(b, ws) in &pushable {
-                    let missing = buffer.replicated.missing_on(nid, &b);
-                    if missing.is_empty() {
-                        continue;
+                None => buffer.last_writers.query_region(consumed, |b, ws| {
+                    if ws.is_fresh() && !ws.is_replicated() {
+                        pushable.push((b, *ws));
                     }
-                    let pos = match per_buffer.iter().position(|p| p.bid == *bid) {
-                        Some(pos) => pos,
-                        None => {
-                            per_buffer.push(PushScratch {
-                                bid: *bid,
-                                // at most one target per remote node
-                                targets: Vec::with_capacity(reqs.remote_reads.len()),
-                                last_pieces: RegionBuilder::new(),
-                                sources: SmallVec::new(),
-                            });
-                            per_buffer.len() - 1
-                        }
-                    };
-                    let scratch = &mut per_buffer[pos];
-                    scratch.add_piece(nid, missing);
-                    if !scratch.sources.contains(&ws.command()) {
-                        scratch.sources.push(ws.command());
+                }),
+            }
+            // the pieces are disjoint, so what one of them sends does not change what the
+            // others miss: the target's whole region is added to the replication once the
+            // push is built (one union per target instead of one per piece)
+            for &(b, ws) in &pushable {
+                let missing = buffer.replicated.missing_on(nid, &b);
+                if missing.is_empty() {
+                    continue;
+                }
+                let pos = match per_buffer.iter().position(|p| p.bid == bid) {
+                    Some(pos) => pos,
+                    None => {
+                        per_buffer.push(PushScratch {
+                            bid,
+                            // at most one target per remote read
+                            targets: Vec::with_capacity(reqs.remote_reads.len()),
+                            last_pieces: RegionBuilder::new(),
+                            sources: SmallVec::new(),
+                        });
+                        per_buffer.len() - 1
                     }
+                };
+                let scratch = &mut per_buffer[pos];
+                scratch.add_piece(nid, missing);
+                if !scratch.sources.contains(&ws.command()) {
+                    scratch.sources.push(ws.command());
                 }
             }
         }

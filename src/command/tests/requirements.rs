@@ -103,3 +103,43 @@ fn a_task_with_a_reduction_is_evaluated_with_its_scalar() {
         ]
     );
 }
+
+/// Remote reads added out of node order (a second access visiting the nodes again, a node
+/// reading a second buffer) stay one entry per node and buffer, in node order, each the union of
+/// what was added for it.
+#[test]
+fn remote_reads_are_one_union_per_node_and_buffer_in_node_order() {
+    let cell = |i: usize| Region::from_box(GridBox::from_arrays([i, 0, 0], [i + 1, 1, 1]));
+    let (b0, b1) = (BufferId(0), BufferId(1));
+    let mut reqs = ChunkRequirements::default();
+    for (node, bid, i) in [
+        (2, b0, 0),
+        (1, b0, 1),
+        (2, b1, 2),
+        (1, b0, 3),
+        (3, b0, 4),
+        (2, b0, 5),
+    ] {
+        reqs.add_remote_read(NodeId(node), bid, cell(i));
+    }
+    let listed: Vec<_> = (reqs.remote_reads.iter())
+        .map(|r| (r.node.0, r.bid, r.region.clone()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (1, b0, cell(1).union(&cell(3))),
+            (2, b0, cell(0).union(&cell(5))),
+            (2, b1, cell(2)),
+            (3, b0, cell(4)),
+        ]
+    );
+    assert_eq!(
+        reqs.remote_readers(b0).map(|n| n.0).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert_eq!(
+        reqs.remote_readers(b1).map(|n| n.0).collect::<Vec<_>>(),
+        [2]
+    );
+}
