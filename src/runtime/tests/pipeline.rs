@@ -734,20 +734,25 @@ fn two_nodes_finish_after_one_held_its_limit_of_instructions_behind_a_stuck_chun
             .unwrap();
             std::mem::swap(&mut src, &mut dst);
         }
+        // Only the reports made while the chunk is stuck show the limit: once it returns,
+        // node 0's held work waits only for node 1's data, and by design it then takes every
+        // batch (a stall of node 1 on a loaded host reports all ~10 k of them).
+        let mut reports_while_stuck = Vec::new();
         if node.0 == 0 {
             await_stall_report_where(&rt, |r| held(r) >= MAX_INCOMPLETE_INSTRUCTIONS);
+            reports_while_stuck = rt.stall_reports();
             release.store(true, Ordering::Release);
         }
         let values = fence_all(&mut rt, src, N);
-        let reports = rt.stall_reports();
         rt.shutdown().unwrap();
-        (values, reports)
+        (values, reports_while_stuck)
     });
     let expected: Vec<f64> = (0..N).map(|i| ((i + steps) % N + 1) as f64).collect();
     for (node, (values, _)) in outcomes.iter().enumerate() {
         assert_eq!(values, &expected, "node {node}");
     }
     // node 1 waits only for transfers, so it may take (and hold) everything
+    assert!(!outcomes[0].1.is_empty());
     for report in &outcomes[0].1 {
         assert!(
             held(report) < MAX_INCOMPLETE_INSTRUCTIONS + 64,
