@@ -65,13 +65,32 @@ fn host_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// How many scheduler threads a run that executes starts: `Auto` takes one. On the H200 host
-/// (16 cores, a core for every thread) two were not faster on any figure in alternating runs
-/// (docs/benchmarks.md, "what paces the GPU task floor"): there the scheduler does not pace the
-/// pipeline (the executor and the device's submission thread do), and the second thread only
-/// adds a hand-off.
-pub(super) fn live_scheduler_threads(configured: SchedulerThreads) -> SchedulerThreads {
+/// How many scheduler threads a run that executes starts. `Auto` takes two only where the
+/// scheduler paces the run and the process has a core for the second stage too: one emulated
+/// device (a chunk per task, little executor work per task), and a core for each of the
+/// application, both scheduler stages, the executor and the device's lane
+/// ([`may_poll_when_idle`] with the second stage as one more thread). On an H100 host (16 cores,
+/// 10 alternating rounds, docs/benchmarks.md "two scheduler threads for one host device") two
+/// threads took `host:1` chains 23 % and independent tasks 12 % faster, with `million_tasks`'
+/// time unchanged and its peak RSS within 3 %; on `host:4` they were within the spread (chain −7 %,
+/// independent +4 %), the executor pacing the run. On GPUs the executor and the device's
+/// submission thread pace it and a second thread only adds a hand-off (docs/benchmarks.md,
+/// "what paces the GPU task floor"), so `Auto` takes one there, as on smaller hosts.
+pub(super) fn live_scheduler_threads(
+    configured: SchedulerThreads,
+    backend: BackendKind,
+    devices: usize,
+    cores: usize,
+    local_processes: usize,
+) -> SchedulerThreads {
     match configured {
+        SchedulerThreads::Auto
+            if backend == BackendKind::Host
+                && devices == 1
+                && may_poll_when_idle(cores, local_processes, devices + 1) =>
+        {
+            SchedulerThreads::Two
+        }
         SchedulerThreads::Auto => SchedulerThreads::One,
         given => given,
     }
@@ -238,7 +257,13 @@ pub(super) fn select(
     let cores = host_cores();
     let devices = backend.system_info().devices.len();
     let poll_when_idle = may_poll_when_idle(cores, host_local.1, devices);
-    let scheduler_threads = live_scheduler_threads(config.scheduler_threads);
+    let scheduler_threads = live_scheduler_threads(
+        config.scheduler_threads,
+        backend_kind,
+        devices,
+        cores,
+        host_local.1,
+    );
     if communicator.num_nodes() > 256 {
         return Err(Error::unsupported(format!(
             "{} processes exceed the supported 256 nodes",
@@ -269,15 +294,50 @@ pub(super) fn select(
 #[cfg(test)]
 mod tests {
     use super::{
-        SchedulerThreads, dry_run_scheduler_threads, host_share_of_gpus, live_scheduler_threads,
-        may_poll_when_idle,
+        BackendKind, SchedulerThreads, dry_run_scheduler_threads, host_share_of_gpus,
+        live_scheduler_threads, may_poll_when_idle,
     };
 
     #[test]
-    fn auto_takes_one_scheduler_thread_when_executing_and_two_for_dry_runs_with_cores_to_spare() {
+    fn auto_takes_two_scheduler_threads_for_one_host_device_or_a_dry_run_with_cores_to_spare() {
+        use BackendKind::{Cuda, Host};
         use SchedulerThreads::{Auto, One, Two};
-        assert_eq!(live_scheduler_threads(Auto), One);
-        assert_eq!(live_scheduler_threads(Two), Two, "asked for");
+        // (configured, backend, devices, cores, processes on the host) -> threads
+        let cases = [
+            ((Auto, Host, 1, 16, 1), Two, "host:1 on a 16-core host"),
+            ((Auto, Host, 1, 16, 2), Two, "8 cores each for 5 threads"),
+            (
+                (Auto, Host, 1, 16, 3),
+                One,
+                "5 cores each for 5 threads: none left over",
+            ),
+            ((Auto, Host, 1, 6, 1), Two, "6 cores for 5 threads"),
+            (
+                (Auto, Host, 1, 5, 1),
+                One,
+                "5 cores for 5 threads: none left",
+            ),
+            ((Auto, Host, 1, 2, 1), One, "a 2-core machine"),
+            (
+                (Auto, Host, 4, 64, 1),
+                One,
+                "host:4: the executor paces the run",
+            ),
+            (
+                (Auto, Cuda, 1, 16, 1),
+                One,
+                "a GPU: the executor and the device pace it",
+            ),
+            ((Two, Cuda, 4, 2, 1), Two, "asked for"),
+            ((One, Host, 1, 64, 1), One, "asked for"),
+        ];
+        for ((configured, backend, devices, cores, processes), expected, why) in cases {
+            assert_eq!(
+                live_scheduler_threads(configured, backend, devices, cores, processes),
+                expected,
+                "{why}"
+            );
+        }
         assert_eq!(dry_run_scheduler_threads(Auto, 16), Two, "a 16-core host");
         assert_eq!(dry_run_scheduler_threads(Auto, 2), One, "a 2-core machine");
         assert_eq!(dry_run_scheduler_threads(One, 64), One, "asked for");
