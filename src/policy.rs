@@ -35,7 +35,8 @@ pub enum Lookahead {
 /// On how many threads the scheduler builds the command and instruction graphs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SchedulerThreads {
-    /// One when the program executes; two for a dry run on a host with more than 4 cores.
+    /// Two for a dry run on a host with more than 4 cores and for a run on one emulated host
+    /// device in a process with more than 5 cores to itself; otherwise one.
     Auto,
     /// Both graphs on one thread (C++ Celerity's way).
     One,
