@@ -100,7 +100,7 @@ pub struct BoundsRecords {
     /// The block, owned: released when the records are dropped, and read through `base`.
     _memory: Box<dyn RecordMemory>,
     /// `_memory`'s first byte, kept here: arming, checking and resetting a chunk's records ask
-    /// for it once per accessor, and the call through the box each time took 1.3-1.5 % of the
+    /// for it once per accessor, and the call through the box each time took 1.3-1.6 % of the
     /// executor's samples in a `host:4` chain.
     base: SendPtr,
     len: usize,

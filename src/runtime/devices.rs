@@ -65,11 +65,17 @@ fn host_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Whether the process has a core for a second scheduler stage as well: [`may_poll_when_idle`]
+/// with that stage as one more thread beside the application, the scheduler, the executor and
+/// `lanes` lanes.
+fn has_core_for_second_stage(cores: usize, local_processes: usize, lanes: usize) -> bool {
+    may_poll_when_idle(cores, local_processes, lanes + 1)
+}
+
 /// How many scheduler threads a run that executes starts. `Auto` takes two only where the
 /// scheduler paces the run and the process has a core for the second stage too: one emulated
-/// device (a chunk per task, little executor work per task), and a core for each of the
-/// application, both scheduler stages, the executor and the device's lane
-/// ([`may_poll_when_idle`] with the second stage as one more thread). On an H100 host (16 cores,
+/// device (a chunk per task, little executor work per task), and
+/// [`has_core_for_second_stage`]. On an H100 host (16 cores,
 /// 10 alternating rounds, docs/benchmarks.md "two scheduler threads for one host device") two
 /// threads took `host:1` chains 23 % and independent tasks 12 % faster, with `million_tasks`'
 /// time unchanged and its peak RSS within 3 %; on `host:4` they were within the spread (chain −7 %,
@@ -87,7 +93,7 @@ pub(super) fn live_scheduler_threads(
         SchedulerThreads::Auto
             if backend == BackendKind::Host
                 && devices == 1
-                && may_poll_when_idle(cores, local_processes, devices + 1) =>
+                && has_core_for_second_stage(cores, local_processes, devices) =>
         {
             SchedulerThreads::Two
         }
@@ -97,14 +103,13 @@ pub(super) fn live_scheduler_threads(
 }
 
 /// How many scheduler threads a dry run starts: nothing executes, so the scheduler is the whole
-/// run, and `Auto` takes two where the host has a core for each stage beside the application's
-/// (`may_poll_when_idle` with the second stage as the one more thread).
+/// run (no lanes, no executor work), and `Auto` takes two where [`has_core_for_second_stage`].
 pub(super) fn dry_run_scheduler_threads(
     configured: SchedulerThreads,
     cores: usize,
 ) -> SchedulerThreads {
     match configured {
-        SchedulerThreads::Auto if may_poll_when_idle(cores, 1, 1) => SchedulerThreads::Two,
+        SchedulerThreads::Auto if has_core_for_second_stage(cores, 1, 0) => SchedulerThreads::Two,
         SchedulerThreads::Auto => SchedulerThreads::One,
         given => given,
     }
