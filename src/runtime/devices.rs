@@ -51,6 +51,10 @@ pub(super) struct Selection {
     pub poll_when_idle: bool,
     /// One or two (never `Auto`): see [`live_scheduler_threads`].
     pub scheduler_threads: SchedulerThreads,
+    /// Why the runtime's threads will take turns on too few cores, where the process was
+    /// confined to fewer than the host has (see [`confined_cores_warning`]); logged once the
+    /// node is known.
+    pub confined_cores: Option<String>,
 }
 
 /// Whether the runtime's threads may poll for work briefly before they park: only when this
@@ -61,8 +65,55 @@ pub(super) fn may_poll_when_idle(cores: usize, local_processes: usize, devices: 
 }
 
 /// The cores this process may run on (affinity and cgroup quota included).
-fn host_cores() -> usize {
+fn process_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The host's online cores (Linux: `/sys/devices/system/cpu/online`); `None` where unknown.
+fn host_online_cores() -> Option<usize> {
+    let list = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    count_cpu_list(list.trim())
+}
+
+/// The number of CPUs in a Linux CPU list (`0-15`, `0-3,8-11`, `5`); `None` if malformed.
+fn count_cpu_list(list: &str) -> Option<usize> {
+    list.split(',').try_fold(0usize, |count, part| {
+        let (first, last) = match part.split_once('-') {
+            Some((first, last)) => (first.trim().parse().ok()?, last.trim().parse().ok()?),
+            None => {
+                let cpu: usize = part.trim().parse().ok()?;
+                (cpu, cpu)
+            }
+        };
+        (last >= first).then(|| count + (last - first + 1))
+    })
+}
+
+/// The warning for a process that may run on `process_cores` of the host's `host_cores` (a CPU
+/// affinity mask or quota), fewer than the `threads` the runtime keeps busy (the application,
+/// `scheduler_threads` scheduler threads, the executor, one thread per device): they take turns,
+/// and each hand-off between them waits for a switch. MPI launchers confine ranks like this by
+/// default (Open MPI binds each of up to two ranks to one core), which C++ Celerity warns about
+/// too. `None` where there is a core per thread, or where the host has no more cores to give (a
+/// small machine: nothing for the user to change).
+fn confined_cores_warning(
+    process_cores: usize,
+    host_cores: usize,
+    scheduler_threads: usize,
+    devices: usize,
+) -> Option<String> {
+    let threads = 2 + scheduler_threads + devices;
+    if process_cores >= threads || host_cores <= process_cores {
+        return None;
+    }
+    Some(format!(
+        "this process may run on {process_cores} of the host's {host_cores} cores (its CPU \
+         affinity or quota), fewer than the {threads} threads the runtime keeps busy \
+         (application, scheduler, executor and device threads): they take turns, and tasks wait \
+         for each switch. MPI launchers bind each rank to one core by default (Open MPI does for \
+         up to two ranks): start with `mpirun --bind-to none`, or give each rank {threads} cores \
+         (`mpirun --map-by slot:PE={threads}`, `srun --cpus-per-task={threads}`)"
+    ))
 }
 
 /// Whether the process has a core for a second scheduler stage as well: [`may_poll_when_idle`]
@@ -249,7 +300,9 @@ pub(super) fn select(
             ),
             poll_when_idle: false,
             // Nothing executes: the scheduler is the whole run, so `auto` may take two threads.
-            scheduler_threads: dry_run_scheduler_threads(config.scheduler_threads, host_cores()),
+            scheduler_threads: dry_run_scheduler_threads(config.scheduler_threads, process_cores()),
+            // nothing executes: the threads that would take turns do not run
+            confined_cores: None,
         });
     }
     let (communicator, mpi) = match communicator {
@@ -259,7 +312,7 @@ pub(super) fn select(
     // Several processes on one host split its GPUs (and its cores) among themselves.
     let host_local = communicator.host_local_rank()?;
     let (backend, backend_kind) = backend(config, host_local)?;
-    let cores = host_cores();
+    let cores = process_cores();
     let devices = backend.system_info().devices.len();
     let poll_when_idle = may_poll_when_idle(cores, host_local.1, devices);
     let scheduler_threads = live_scheduler_threads(
@@ -275,6 +328,14 @@ pub(super) fn select(
             communicator.num_nodes()
         )));
     }
+    let confined_cores = host_online_cores().and_then(|host| {
+        let scheduler = if scheduler_threads == SchedulerThreads::Two {
+            2
+        } else {
+            1
+        };
+        confined_cores_warning(cores, host, scheduler, devices)
+    });
     let description = format!(
         "devices: {}; communicator: {}",
         backend.describe_devices(),
@@ -284,6 +345,7 @@ pub(super) fn select(
         description,
         poll_when_idle,
         scheduler_threads,
+        confined_cores,
         node: communicator.local_node(),
         num_nodes: communicator.num_nodes(),
         system: backend.system_info().clone(),
@@ -299,9 +361,53 @@ pub(super) fn select(
 #[cfg(test)]
 mod tests {
     use super::{
-        BackendKind, SchedulerThreads, dry_run_scheduler_threads, host_share_of_gpus,
-        live_scheduler_threads, may_poll_when_idle,
+        BackendKind, SchedulerThreads, confined_cores_warning, count_cpu_list,
+        dry_run_scheduler_threads, host_share_of_gpus, live_scheduler_threads, may_poll_when_idle,
     };
+
+    #[test]
+    fn cpu_lists_count_single_cpus_and_ranges() {
+        assert_eq!(count_cpu_list("0-15"), Some(16));
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("0-3,8-11"), Some(8));
+        assert_eq!(count_cpu_list("0,2,4-5"), Some(4));
+        assert_eq!(count_cpu_list(""), None);
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("0-x"), None);
+    }
+
+    /// A rank that an MPI launcher bound to one core of a 16-core host is told so, with the
+    /// launcher options that lift it; a small machine, or a process with a core per thread, is not.
+    #[test]
+    fn a_process_confined_to_fewer_cores_than_its_threads_is_warned_with_the_fix() {
+        // (process cores, host cores, scheduler threads, devices) -> warned
+        let cases = [
+            (
+                (1, 16, 1, 1),
+                true,
+                "bound to one core of 16 (mpirun -n 2's default)",
+            ),
+            ((3, 16, 2, 1), true, "3 cores for 5 threads"),
+            ((4, 16, 1, 1), false, "a core for each of 4 threads"),
+            ((2, 2, 1, 1), false, "a 2-core machine: nothing to lift"),
+            ((1, 1, 1, 4), false, "a 1-core machine"),
+            ((16, 16, 1, 4), false, "the whole host"),
+        ];
+        for ((process, host, scheduler, devices), warned, why) in cases {
+            let warning = confined_cores_warning(process, host, scheduler, devices);
+            assert_eq!(warning.is_some(), warned, "{why}: {warning:?}");
+        }
+        let warning = confined_cores_warning(1, 16, 1, 1).expect("warned");
+        for part in [
+            "may run on 1 of the host's 16 cores",
+            "the 4 threads",
+            "mpirun --bind-to none",
+            "--map-by slot:PE=4",
+            "srun --cpus-per-task=4",
+        ] {
+            assert!(warning.contains(part), "{part:?} missing from {warning:?}");
+        }
+    }
 
     #[test]
     fn auto_takes_two_scheduler_threads_for_one_host_device_or_a_dry_run_with_cores_to_spare() {

@@ -174,6 +174,9 @@ impl Runtime {
             selection.num_nodes,
             selection.description
         );
+        if let Some(warning) = &selection.confined_cores {
+            tracing::warn!("{warning}");
+        }
         let info = RuntimeInfo {
             node: selection.node.0 as u32,
             num_nodes: selection.num_nodes as u32,
