@@ -28,7 +28,7 @@ args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(-N 512 -T 200)
 launch=()
 if command -v mpirun >/dev/null; then
-  launch=(mpirun --allow-run-as-root --oversubscribe -n 2 -x CELERITY_DEVICES -x CELERITY_PRINT_GRAPHS
+  launch=(mpirun --allow-run-as-root --oversubscribe --bind-to none -n 2 -x CELERITY_DEVICES -x CELERITY_PRINT_GRAPHS
           -x CELERITY_GRAPH_DIR -x CELERITY_TRACE_FILE -x CELERITY_LOG_LEVEL)
 else
   echo "mpirun not found: running one process"

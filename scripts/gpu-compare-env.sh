@@ -36,7 +36,7 @@ for d in 1 2; do
     each "granularity host:$d" bash -c "GRANULARITY_DEVICES=$d timeout 90 '$dir/bin/granularity' | grep -iE 'METG|^\| *1 µs|^\| *10 µs'"
 done
 echo "=== granularity mpirun -n 2"
-each "granularity mpirun" bash -c "timeout 120 mpirun --allow-run-as-root --oversubscribe -x $var -n 2 '$dir/bin/granularity' | grep -iE 'METG|^\| *1 µs|^\| *10 µs'"
+each "granularity mpirun" bash -c "timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -x $var -n 2 '$dir/bin/granularity' | grep -iE 'METG|^\| *1 µs|^\| *10 µs'"
 echo "=== CUDA unit tests"
 "$dir/celerity_unit_tests" cuda 2>&1 | grep -E 'test result|FAILED|panicked' | head
 echo "=== gpu_bench all, default settings (the issue-16 table)"

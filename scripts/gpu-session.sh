@@ -42,6 +42,6 @@ for d in 1 2; do
     GRANULARITY_DEVICES=$d timeout 60 "$dir/bin/granularity" 2>&1 | grep -v '^$' | tail -16
 done
 echo "-- granularity mpirun -n 2"
-timeout 90 mpirun --allow-run-as-root --oversubscribe -n 2 "$dir/bin/granularity" 2>&1 | grep -v '^$' | tail -16
+timeout 90 mpirun --allow-run-as-root --oversubscribe --bind-to none -n 2 "$dir/bin/granularity" 2>&1 | grep -v '^$' | tail -16
 echo "-- million tasks"
 SAMPLE_EVERY=100000 timeout 90 "$dir/bin/million_tasks" 2>&1 | tail -16

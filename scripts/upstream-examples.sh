@@ -69,7 +69,7 @@ run() {
     case $config in
         host1) (cd "$dir" && CELERITY_DEVICES=host:1 timeout 300 "$@") >"$log" 2>&1 ;;
         host4) (cd "$dir" && CELERITY_DEVICES=host:4 timeout 300 "$@") >"$log" 2>&1 ;;
-        mpi2) (cd "$dir" && timeout 300 "$mpirun" --allow-run-as-root --oversubscribe -n 2 -x CELERITY_DEVICES=host:2 "$@") >"$log" 2>&1 ;;
+        mpi2) (cd "$dir" && timeout 300 "$mpirun" --allow-run-as-root --oversubscribe --bind-to none -n 2 -x CELERITY_DEVICES=host:2 "$@") >"$log" 2>&1 ;;
     esac
     rc=$?
     # The runtime's own warnings and errors (boundary violations, uninitialised reads, ...):
