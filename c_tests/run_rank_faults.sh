@@ -9,7 +9,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 start=$(date +%s%N)
 now_ms() { echo $(( ($(date +%s%N) - start) / 1000000 )); }
-timeout --kill-after=5 "$limit" "$mpiexec" --allow-run-as-root --oversubscribe -n 3 \
+timeout --kill-after=5 "$limit" "$mpiexec" --allow-run-as-root --oversubscribe --bind-to none -n 3 \
   -x CELERITY_DEVICES=host:1 -x CELERITY_CHECK_SPMD=on "$program" "$mode" >"$log" 2>&1 &
 launcher=$!
 # What is tested is that every rank ends. Open MPI 4.1's launcher has been seen (2 of about 40

@@ -4,7 +4,7 @@
 # passes. Usage: startup_line.sh MPIEXEC PROGRAM [ARGS...]
 set -euo pipefail
 mpiexec=$1; shift
-out=$(timeout 120 "$mpiexec" --allow-run-as-root --oversubscribe -n 2 -x CELERITY_DEVICES=host:2 \
+out=$(timeout 120 "$mpiexec" --allow-run-as-root --oversubscribe --bind-to none -n 2 -x CELERITY_DEVICES=host:2 \
       -x CELERITY_LOG_LEVEL=INFO "$@" 2>&1)
 echo "$out"
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$(dirname "$0")/../Cargo.toml" | head -n1)

@@ -32,7 +32,7 @@ CELERITY_LIB_DIR="$LIB_DIR" OUT="$OUT/examples" timeout 400 bash scripts/gpu-exa
 
 log "wave_sim (nvcc) on 2 MPI ranks sharing the GPU"
 if [ -x /tmp/celerity_bin/wave_sim ]; then
-  timeout 120 mpirun --allow-run-as-root --oversubscribe -n 2 -x CELERITY_DEVICES=cuda -x CELERITY_LOG_LEVEL=info \
+  timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -n 2 -x CELERITY_DEVICES=cuda -x CELERITY_LOG_LEVEL=info \
       /tmp/celerity_bin/wave_sim -N 1024 -T 100 2>&1 | grep -E 'celerity 0|check|WARN|ERROR|time' | head -12
   echo "wave_sim mpi2 rc=${PIPESTATUS[0]}"
 fi

@@ -205,6 +205,8 @@ fn main() {
             .args([
                 "--allow-run-as-root",
                 "--oversubscribe",
+                "--bind-to",
+                "none",
                 "-n",
                 &ranks.to_string(),
             ])

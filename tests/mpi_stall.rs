@@ -79,7 +79,14 @@ fn main() {
         return;
     }
     let output = Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-n", "2"])
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+            "-n",
+            "2",
+        ])
         .arg(std::env::current_exe().unwrap())
         .output()
         .expect("mpirun must be installed (scripts/setup.sh)");

@@ -24,7 +24,7 @@ run() { # label, command...
 for check in on error off; do
     for mistake in stencil matmul swapped; do
         run "cuda $mistake $check" env CELERITY_DEVICES=cuda "$B/bounds_check_cuda" $mistake $check
-        run "mpi2 cuda $mistake $check" mpirun --allow-run-as-root --oversubscribe -n 2 -x CELERITY_DEVICES=cuda \
+        run "mpi2 cuda $mistake $check" mpirun --allow-run-as-root --oversubscribe --bind-to none -n 2 -x CELERITY_DEVICES=cuda \
             "$B/bounds_check_cuda" $mistake $check
     done
 done
