@@ -92,9 +92,9 @@ fn count_cpu_list(list: &str) -> Option<usize> {
 /// The warning for a process that may run on `process_cores` of the host's `host_cores` (a CPU
 /// affinity mask or quota), fewer than the `threads` the runtime keeps busy (the application,
 /// `scheduler_threads` scheduler threads, the executor, one thread per device): they take turns,
-/// and each hand-off between them waits for a switch. MPI launchers confine ranks like this by
-/// default (Open MPI binds each of up to two ranks to one core), which C++ Celerity warns about
-/// too. `None` where there is a core per thread, or where the host has no more cores to give (a
+/// and each hand-off between them waits for a switch. Launchers confine ranks like this by
+/// default (Open MPI binds each of up to two ranks to one core; Slurm gives a task one CPU),
+/// which C++ Celerity warns about too. `None` where there is a core per thread, or where the host has no more cores to give (a
 /// small machine: nothing for the user to change).
 fn confined_cores_warning(
     process_cores: usize,
@@ -110,9 +110,10 @@ fn confined_cores_warning(
         "this process may run on {process_cores} of the host's {host_cores} cores (its CPU \
          affinity or quota), fewer than the {threads} threads the runtime keeps busy \
          (application, scheduler, executor and device threads): they take turns, and tasks wait \
-         for each switch. MPI launchers bind each rank to one core by default (Open MPI does for \
-         up to two ranks): start with `mpirun --bind-to none`, or give each rank {threads} cores \
-         (`mpirun --map-by slot:PE={threads}`, `srun --cpus-per-task={threads}`)"
+         for each switch. Open MPI binds each rank to one core when it starts at most two, and \
+         Slurm gives a task one CPU unless told otherwise: start with `mpirun --bind-to none`, \
+         or give each rank {threads} cores (`mpirun --map-by slot:PE={threads}`, \
+         `srun --cpus-per-task={threads}`)"
     ))
 }
 
