@@ -94,8 +94,8 @@ fn count_cpu_list(list: &str) -> Option<usize> {
 /// `scheduler_threads` scheduler threads, the executor, one thread per device): they take turns,
 /// and each hand-off between them waits for a switch. Launchers confine ranks like this by
 /// default (Open MPI binds each of up to two ranks to one core; Slurm gives a task one CPU),
-/// which C++ Celerity warns about too. `None` where there is a core per thread, or where the host has no more cores to give (a
-/// small machine: nothing for the user to change).
+/// which C++ Celerity warns about too. `None` where there is a core per thread, or where the
+/// host has no more cores to give (a small machine: nothing for the user to change).
 fn confined_cores_warning(
     process_cores: usize,
     host_cores: usize,
