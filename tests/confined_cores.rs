@@ -1,7 +1,9 @@
 //! A process confined to fewer cores than the runtime's threads (an MPI launcher's default
 //! binding, a job step with one CPU) is told so at start-up, with the launcher options that lift
-//! it. The test re-launches itself under `taskset -c 0` (one core) and on the whole host, and
-//! checks the warning on stderr against the host's online cores.
+//! it, where the host has a core for each thread. The test re-launches itself under `taskset`
+//! (one core) and with its own affinity, and checks the startup line's core counts and the
+//! warning on stderr: warned on one core of a host with four or more, never on a host with fewer
+//! (one process on two cores would take turns with or without the confinement).
 
 use std::process::Command;
 
@@ -63,12 +65,49 @@ fn run_child(launcher: &[&str]) -> String {
     };
     let output = command
         .env(CHILD, "1")
-        .env("CELERITY_LOG_LEVEL", "warn")
+        .env("CELERITY_LOG_LEVEL", "info")
         .output()
         .unwrap_or_else(|e| panic!("{launcher:?} could not start: {e} (taskset: util-linux)"));
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{launcher:?} failed:\n{stderr}");
     stderr
+}
+
+/// The `cores: P of H` of the startup line: the cores the process may use and the host's.
+fn startup_cores(stderr: &str) -> (usize, usize) {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("(Rust runtime)"))
+        .unwrap_or_else(|| panic!("no startup line:\n{stderr}"));
+    let counts = line
+        .rsplit_once("cores: ")
+        .expect("cores in the startup line")
+        .1;
+    let (process, host) = counts.split_once(" of ").expect("P of H");
+    (
+        process.trim().parse().unwrap(),
+        host.trim().parse().unwrap(),
+    )
+}
+
+/// Whether a run of one device on `process` of `host` cores is warned: 4 busy threads (the
+/// second scheduler stage comes only with 6 cores or more, where 5 threads have a core each).
+fn expect_warning(process: usize, host: usize) -> bool {
+    process < 4 && host >= 4
+}
+
+fn check(stderr: &str, process: usize, host: usize) {
+    let warning = format!("may run on {process} of the host's {host} cores");
+    let warned = expect_warning(process, host);
+    assert_eq!(
+        stderr.matches(&warning).count(),
+        usize::from(warned),
+        "{process} of {host} cores: warned once iff {warned}:\n{stderr}"
+    );
+    assert_eq!(stderr.contains("may run on"), warned, "{stderr}");
+    if warned {
+        assert!(stderr.contains("mpirun --bind-to none"), "{stderr}");
+    }
 }
 
 fn main() {
@@ -77,42 +116,27 @@ fn main() {
         return;
     }
     let host = host_cpus().len();
-    let allowed = allowed_cpus();
     // one core this process may use, so that taskset may give it to the child
-    let core = allowed[0].to_string();
+    let core = allowed_cpus()[0].to_string();
     let confined = run_child(&["taskset", "-c", &core]);
-    let expected = format!("may run on 1 of the host's {host} cores");
-    if host >= 2 {
-        assert!(
-            confined.contains(&expected),
-            "no warning on 1 core of {host}:\n{confined}"
-        );
-        assert!(confined.contains("mpirun --bind-to none"), "{confined}");
-        assert_eq!(
-            confined.matches(&expected).count(),
-            1,
-            "one report:\n{confined}"
-        );
-    } else {
-        assert!(
-            !confined.contains("may run on"),
-            "a 1-core host has nothing to lift:\n{confined}"
-        );
-    }
-    // Unconfined (this process's own mask): one device keeps 4 threads busy (5 with the second
-    // scheduler stage, which it takes only with 6 cores or more), so it is warned only where
-    // this process itself runs on fewer than 4 of more cores.
+    assert_eq!(startup_cores(&confined), (1, host), "{confined}");
+    check(&confined, 1, host);
     let unconfined = run_child(&[]);
-    let warned = allowed.len() < 4 && host > allowed.len();
-    assert_eq!(
-        unconfined.contains("may run on"),
-        warned,
-        "{} of {host} cores:\n{unconfined}",
-        allowed.len()
-    );
+    let (process, reported_host) = startup_cores(&unconfined);
+    assert_eq!(reported_host, host, "{unconfined}");
+    assert!(process <= allowed_cpus().len(), "{unconfined}");
+    check(&unconfined, process, host);
     println!(
-        "confined_cores: a process on 1 of {host} cores is warned; on {} of them {}",
-        allowed.len(),
-        if warned { "too" } else { "not" }
+        "confined_cores: on 1 of {host} cores {}, on {process} {}",
+        if expect_warning(1, host) {
+            "warned"
+        } else {
+            "not warned (too few cores to lift)"
+        },
+        if expect_warning(process, host) {
+            "warned"
+        } else {
+            "not warned"
+        }
     );
 }
