@@ -4,7 +4,8 @@
 //! itself under `mpirun -n 2`, `-n 3` and `-n 4` and checks that every rank passes. Each rank
 //! exchanges pilots and strided payloads of different shapes with every other rank (posting
 //! receives both before and after the pilots arrive), uses cloned communicators concurrently
-//! from several threads, meets at barriers and gathers byte strings of different lengths.
+//! from several threads, meets at barriers, gathers byte strings of different lengths and counts
+//! the ranks that share CPUs of an affinity mask.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -156,6 +157,27 @@ fn rank_main() {
         world.host_local_rank().unwrap(),
         (world.local_node().0 as usize, world.num_nodes())
     );
+    // Core sharing: masks of CPUs each rank may use, gathered among the host's ranks. Disjoint
+    // masks (a launcher's cores of their own) share with nobody, one common CPU with everyone,
+    // and a CPU of only the even ranks' masks with every even rank.
+    let me = world.local_node().0 as usize;
+    let size = world.num_nodes();
+    let mask = |cpus: &[usize]| {
+        let mut mask = [0u64; 16];
+        for &cpu in cpus {
+            mask[cpu / 64] |= 1 << (cpu % 64);
+        }
+        mask
+    };
+    assert_eq!(world.host_core_sharers(&mask(&[me * 70])).unwrap(), 1);
+    assert_eq!(
+        world.host_core_sharers(&mask(&[5, me + 100])).unwrap(),
+        size
+    );
+    let evens = size.div_ceil(2);
+    let parity = if me % 2 == 0 { 1000 } else { 1001 };
+    let expected = if me % 2 == 0 { evens } else { size - evens };
+    assert_eq!(world.host_core_sharers(&mask(&[parity])).unwrap(), expected);
     exchange_payloads(&mut world);
     world.collective_barrier().unwrap();
     // Clones are independent and usable concurrently from their own threads.
@@ -175,8 +197,6 @@ fn rank_main() {
     }
     world.collective_barrier().unwrap();
     // Gathers of byte strings of different lengths (one empty) onto rank 0 and the last rank.
-    let me = world.local_node().0 as usize;
-    let size = world.num_nodes();
     for root in [0, size - 1] {
         let mine = vec![me as u8; me * 3];
         let gathered = world

@@ -84,6 +84,10 @@ impl Stride {
     }
 }
 
+/// CPUs covered by an affinity mask: 1 024 CPUs (Linux's default `CPU_SETSIZE`), CPU `c` at bit
+/// `c % 64` of word `c / 64`.
+pub type CpuMask = [u64; 16];
+
 /// A communicator between the nodes of one run. See the module documentation for the protocol.
 pub trait Communicator: Send {
     /// Number of nodes in the run.
@@ -144,6 +148,16 @@ pub trait Communicator: Send {
     /// host's GPUs this node takes. A communicator without a notion of hosts answers `(0, 1)`.
     fn host_local_rank(&self) -> Result<(usize, usize)> {
         Ok((0, 1))
+    }
+
+    /// How many processes on this host, this one included, may run on some CPU of `cpus` (this
+    /// process's affinity mask, CPU `c` at bit `c % 64` of word `c / 64`): those it shares its
+    /// cores with. A launcher that gives each rank cores of its own (`--map-by slot:PE=N`,
+    /// `srun --cpus-per-task`) makes it 1; unbound ranks share all of them. Collective over the
+    /// nodes, like [`Self::host_local_rank`]. A communicator without a notion of hosts answers 1.
+    fn host_core_sharers(&self, cpus: &CpuMask) -> Result<usize> {
+        let _ = cpus;
+        Ok(1)
     }
 
     /// The communicator in words for the startup line (which transport, which library).

@@ -21,7 +21,7 @@ use std::mem::MaybeUninit;
 use mpi::ffi;
 
 use super::{
-    CONTROL_MESSAGE_LIMIT, Communicator, InboundPilot, OutboundPilot, PilotMessage, Stride,
+    CONTROL_MESSAGE_LIMIT, Communicator, CpuMask, InboundPilot, OutboundPilot, PilotMessage, Stride,
 };
 use crate::backend::event::{AsyncEvent, Completion, EventCompleter};
 use crate::error::{Error, ErrorKind, Result};
@@ -244,6 +244,27 @@ pub struct MpiCommunicator {
 unsafe impl Send for MpiCommunicator {}
 
 impl MpiCommunicator {
+    /// The processes on this host (`MPI_Comm_split_type` shared), as a new communicator the
+    /// caller frees. Collective over `self.comm`: every rank calls it at start-up.
+    fn host_local_comm(&self) -> Result<ffi::MPI_Comm> {
+        let mut local = MaybeUninit::<ffi::MPI_Comm>::uninit();
+        check(
+            // SAFETY: `self.comm` is a valid communicator; MPI writes the new one into `local`.
+            unsafe {
+                ffi::MPI_Comm_split_type(
+                    self.comm,
+                    ffi::RSMPI_COMM_TYPE_SHARED,
+                    self.rank as c_int,
+                    ffi::RSMPI_INFO_NULL,
+                    local.as_mut_ptr(),
+                )
+            },
+            "MPI_Comm_split_type",
+        )?;
+        // SAFETY: MPI_Comm_split_type succeeded, so `local` is initialised.
+        Ok(unsafe { local.assume_init() })
+    }
+
     fn duplicate(parent: ffi::MPI_Comm) -> Result<Self> {
         let mut comm = MaybeUninit::<ffi::MPI_Comm>::uninit();
         check(
@@ -494,23 +515,7 @@ impl Communicator for MpiCommunicator {
     }
 
     fn host_local_rank(&self) -> Result<(usize, usize)> {
-        let mut local = MaybeUninit::<ffi::MPI_Comm>::uninit();
-        // Collective over `self.comm`: every rank selects its devices at start-up.
-        check(
-            // SAFETY: `self.comm` is a valid communicator; MPI writes the new one into `local`.
-            unsafe {
-                ffi::MPI_Comm_split_type(
-                    self.comm,
-                    ffi::RSMPI_COMM_TYPE_SHARED,
-                    self.rank as c_int,
-                    ffi::RSMPI_INFO_NULL,
-                    local.as_mut_ptr(),
-                )
-            },
-            "MPI_Comm_split_type",
-        )?;
-        // SAFETY: MPI_Comm_split_type succeeded, so `local` is initialised.
-        let mut local = unsafe { local.assume_init() };
+        let mut local = self.host_local_comm()?;
         let (mut rank, mut size) = (0, 0);
         // SAFETY: `local` is valid; the out-pointers are valid ints; `local` is freed once.
         let outcome = unsafe {
@@ -519,6 +524,40 @@ impl Communicator for MpiCommunicator {
                 .and_then(|()| check(ffi::MPI_Comm_free(&mut local), "MPI_Comm_free"))
         };
         outcome.map(|()| (rank as usize, size as usize))
+    }
+
+    fn host_core_sharers(&self, cpus: &CpuMask) -> Result<usize> {
+        let mut local = self.host_local_comm()?;
+        let mut size: c_int = 0;
+        // SAFETY: `local` is valid and `size` a valid int.
+        let sized = check(
+            unsafe { ffi::MPI_Comm_size(local, &mut size) },
+            "MPI_Comm_size",
+        );
+        let mut masks: Vec<CpuMask> = vec![[0; 16]; usize::try_from(size).unwrap_or(0).max(1)];
+        let gathered = sized.and_then(|()| {
+            check(
+                // SAFETY: the send buffer is one mask of 16 u64; the receive buffer holds one
+                // mask per process of `local` (its size, read above); `local` is valid.
+                unsafe {
+                    ffi::MPI_Allgather(
+                        cpus.as_ptr().cast(),
+                        16,
+                        ffi::RSMPI_UINT64_T,
+                        masks.as_mut_ptr().cast(),
+                        16,
+                        ffi::RSMPI_UINT64_T,
+                        local,
+                    )
+                },
+                "MPI_Allgather",
+            )
+        });
+        // SAFETY: `local` is valid and freed once, whatever the gather's outcome.
+        let freed = check(unsafe { ffi::MPI_Comm_free(&mut local) }, "MPI_Comm_free");
+        gathered.and(freed)?;
+        let overlaps = |mask: &CpuMask| mask.iter().zip(cpus).any(|(a, b)| a & b != 0);
+        Ok(masks.iter().filter(|mask| overlaps(mask)).count().max(1))
     }
 
     fn describe(&self) -> String {

@@ -3,8 +3,8 @@
 use crate::backend::host::HostBackend;
 use crate::backend::interface::Backend;
 use crate::backend::system_info::SystemInfo;
-use crate::comm::Communicator;
 use crate::comm::in_process::InProcessCommunicator;
+use crate::comm::{Communicator, CpuMask};
 use crate::error::{Error, Result};
 use crate::types::NodeId;
 
@@ -58,10 +58,11 @@ pub(super) struct Selection {
 }
 
 /// Whether the runtime's threads may poll for work briefly before they park: only when this
-/// process's share of the host's cores (`cores` among `local_processes`) gives each of its
-/// threads (application, scheduler, executor, one lane per device) a core of its own.
-pub(super) fn may_poll_when_idle(cores: usize, local_processes: usize, devices: usize) -> bool {
-    cores / local_processes.max(1) > 3 + devices
+/// process's share of its cores (the `cores` it may use, among the `sharers` processes of the
+/// host that may use them too: [`Communicator::host_core_sharers`]) gives each of its threads
+/// (application, scheduler, executor, one lane per device) a core of its own.
+pub(super) fn may_poll_when_idle(cores: usize, sharers: usize, devices: usize) -> bool {
+    cores / sharers.max(1) > 3 + devices
 }
 
 /// The cores this process may run on (affinity and cgroup quota included).
@@ -75,18 +76,55 @@ fn host_online_cores() -> Option<usize> {
     count_cpu_list(list.trim())
 }
 
-/// The number of CPUs in a Linux CPU list (`0-15`, `0-3,8-11`, `5`); `None` if malformed.
+/// The ranges `first..=last` of a Linux CPU list (`0-15`, `0-3,8-11`, `5`); `None` if malformed.
+fn cpu_ranges(list: &str) -> Option<Vec<(usize, usize)>> {
+    list.split(',')
+        .map(|part| {
+            let (first, last) = match part.split_once('-') {
+                Some((first, last)) => (first.trim().parse().ok()?, last.trim().parse().ok()?),
+                None => {
+                    let cpu: usize = part.trim().parse().ok()?;
+                    (cpu, cpu)
+                }
+            };
+            (last >= first).then_some((first, last))
+        })
+        .collect()
+}
+
+/// The number of CPUs in a Linux CPU list; `None` if malformed.
 fn count_cpu_list(list: &str) -> Option<usize> {
-    list.split(',').try_fold(0usize, |count, part| {
-        let (first, last) = match part.split_once('-') {
-            Some((first, last)) => (first.trim().parse().ok()?, last.trim().parse().ok()?),
-            None => {
-                let cpu: usize = part.trim().parse().ok()?;
-                (cpu, cpu)
-            }
-        };
-        (last >= first).then(|| count + (last - first + 1))
-    })
+    Some(
+        cpu_ranges(list)?
+            .iter()
+            .map(|(first, last)| last - first + 1)
+            .sum(),
+    )
+}
+
+/// A Linux CPU list as a [`CpuMask`] (CPUs past its 1 024 left out); `None` if malformed.
+fn cpu_mask(list: &str) -> Option<CpuMask> {
+    let mut mask: CpuMask = [0; 16];
+    for (first, last) in cpu_ranges(list)? {
+        for cpu in first..=last.min(mask.len() * 64 - 1) {
+            mask[cpu / 64] |= 1 << (cpu % 64);
+        }
+    }
+    Some(mask)
+}
+
+/// The CPUs this process may run on (`Cpus_allowed_list` of `/proc/self/status`); every CPU
+/// where unknown, so that it counts as sharing them with every process of the host.
+fn own_cpu_mask() -> CpuMask {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let list = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+            cpu_mask(list.trim())
+        })
+        .unwrap_or([u64::MAX; 16])
 }
 
 /// The warning for a process that may run on `process_cores` of the host's `host_cores` (a CPU
@@ -123,8 +161,8 @@ fn confined_cores_warning(
 /// Whether the process has a core for a second scheduler stage as well: [`may_poll_when_idle`]
 /// with that stage as one more thread beside the application, the scheduler, the executor and
 /// `lanes` lanes.
-fn has_core_for_second_stage(cores: usize, local_processes: usize, lanes: usize) -> bool {
-    may_poll_when_idle(cores, local_processes, lanes + 1)
+fn has_core_for_second_stage(cores: usize, sharers: usize, lanes: usize) -> bool {
+    may_poll_when_idle(cores, sharers, lanes + 1)
 }
 
 /// How many scheduler threads a run that executes starts. `Auto` takes two only where the
@@ -142,13 +180,13 @@ pub(super) fn live_scheduler_threads(
     backend: BackendKind,
     devices: usize,
     cores: usize,
-    local_processes: usize,
+    sharers: usize,
 ) -> SchedulerThreads {
     match configured {
         SchedulerThreads::Auto
             if backend == BackendKind::Host
                 && devices == 1
-                && has_core_for_second_stage(cores, local_processes, devices) =>
+                && has_core_for_second_stage(cores, sharers, devices) =>
         {
             SchedulerThreads::Two
         }
@@ -315,16 +353,19 @@ pub(super) fn select(
     };
     // Several processes on one host split its GPUs (and its cores) among themselves.
     let host_local = communicator.host_local_rank()?;
+    // The processes this one shares its cores with: all of the host's where the launcher left
+    // them unbound, none where it gave each rank cores of its own (`--map-by slot:PE=N`).
+    let sharers = communicator.host_core_sharers(&own_cpu_mask())?;
     let (backend, backend_kind) = backend(config, host_local)?;
     let cores = process_cores();
     let devices = backend.system_info().devices.len();
-    let poll_when_idle = may_poll_when_idle(cores, host_local.1, devices);
+    let poll_when_idle = may_poll_when_idle(cores, sharers, devices);
     let scheduler_threads = live_scheduler_threads(
         config.scheduler_threads,
         backend_kind,
         devices,
         cores,
-        host_local.1,
+        sharers,
     );
     if communicator.num_nodes() > 256 {
         return Err(Error::unsupported(format!(
@@ -342,10 +383,15 @@ pub(super) fn select(
         confined_cores_warning(cores, host, host_local.1, scheduler, devices)
     });
     let description = format!(
-        "devices: {}; communicator: {}; cores: {cores}{}",
+        "devices: {}; communicator: {}; cores: {cores}{}{}",
         backend.describe_devices(),
         communicator.describe(),
-        host_cores.map_or(String::new(), |host| format!(" of {host}"))
+        host_cores.map_or(String::new(), |host| format!(" of {host}")),
+        if sharers > 1 {
+            format!(", shared by {sharers} processes")
+        } else {
+            String::new()
+        }
     );
     Ok(Selection {
         description,
@@ -367,7 +413,7 @@ pub(super) fn select(
 #[cfg(test)]
 mod tests {
     use super::{
-        BackendKind, SchedulerThreads, confined_cores_warning, count_cpu_list,
+        BackendKind, SchedulerThreads, confined_cores_warning, count_cpu_list, cpu_mask,
         dry_run_scheduler_threads, host_share_of_gpus, live_scheduler_threads, may_poll_when_idle,
     };
 
@@ -380,6 +426,20 @@ mod tests {
         assert_eq!(count_cpu_list(""), None);
         assert_eq!(count_cpu_list("3-1"), None);
         assert_eq!(count_cpu_list("0-x"), None);
+    }
+
+    #[test]
+    fn cpu_lists_become_masks_of_up_to_1024_cpus() {
+        let mut expected = [0u64; 16];
+        expected[0] = 0b1011;
+        expected[1] = 1;
+        assert_eq!(cpu_mask("0-1,3,64"), Some(expected));
+        let all = cpu_mask("0-4095").unwrap();
+        assert!(
+            all.iter().all(|w| *w == u64::MAX),
+            "CPUs past 1 023 left out"
+        );
+        assert_eq!(cpu_mask("x"), None);
     }
 
     /// A rank that an MPI launcher bound to one core of a 16-core host is told so, with the
@@ -435,10 +495,12 @@ mod tests {
     fn auto_takes_two_scheduler_threads_for_one_host_device_or_a_dry_run_with_cores_to_spare() {
         use BackendKind::{Cuda, Host};
         use SchedulerThreads::{Auto, One, Two};
-        // (configured, backend, devices, cores, processes on the host) -> threads
+        // (configured, backend, devices, cores, processes sharing them) -> threads
         let cases = [
             ((Auto, Host, 1, 16, 1), Two, "host:1 on a 16-core host"),
             ((Auto, Host, 1, 16, 2), Two, "8 cores each for 5 threads"),
+            ((Auto, Host, 1, 8, 1), Two, "8 cores of its own (PE=8)"),
+            ((Auto, Host, 1, 8, 2), One, "8 cores shared by 2 ranks"),
             (
                 (Auto, Host, 1, 16, 3),
                 One,
