@@ -84,9 +84,11 @@ impl Stride {
     }
 }
 
-/// CPUs covered by an affinity mask: 1 024 CPUs (Linux's default `CPU_SETSIZE`), CPU `c` at bit
-/// `c % 64` of word `c / 64`.
-pub type CpuMask = [u64; 16];
+/// Words of a [`CpuMask`]: 1 024 CPUs, Linux's default `CPU_SETSIZE`.
+pub const CPU_MASK_WORDS: usize = 16;
+
+/// CPUs covered by an affinity mask, CPU `c` at bit `c % 64` of word `c / 64`.
+pub type CpuMask = [u64; CPU_MASK_WORDS];
 
 /// A communicator between the nodes of one run. See the module documentation for the protocol.
 pub trait Communicator: Send {

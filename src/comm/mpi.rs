@@ -21,7 +21,8 @@ use std::mem::MaybeUninit;
 use mpi::ffi;
 
 use super::{
-    CONTROL_MESSAGE_LIMIT, Communicator, CpuMask, InboundPilot, OutboundPilot, PilotMessage, Stride,
+    CONTROL_MESSAGE_LIMIT, CPU_MASK_WORDS, Communicator, CpuMask, InboundPilot, OutboundPilot,
+    PilotMessage, Stride,
 };
 use crate::backend::event::{AsyncEvent, Completion, EventCompleter};
 use crate::error::{Error, ErrorKind, Result};
@@ -534,18 +535,20 @@ impl Communicator for MpiCommunicator {
             unsafe { ffi::MPI_Comm_size(local, &mut size) },
             "MPI_Comm_size",
         );
-        let mut masks: Vec<CpuMask> = vec![[0; 16]; usize::try_from(size).unwrap_or(0).max(1)];
+        let mut masks: Vec<CpuMask> =
+            vec![[0; CPU_MASK_WORDS]; usize::try_from(size).unwrap_or(0).max(1)];
         let gathered = sized.and_then(|()| {
             check(
-                // SAFETY: the send buffer is one mask of 16 u64; the receive buffer holds one
-                // mask per process of `local` (its size, read above); `local` is valid.
+                // SAFETY: the send buffer is one mask of `CPU_MASK_WORDS` u64; the receive
+                // buffer holds one mask per process of `local` (its size, read above); `local`
+                // is valid.
                 unsafe {
                     ffi::MPI_Allgather(
                         cpus.as_ptr().cast(),
-                        16,
+                        CPU_MASK_WORDS as c_int,
                         ffi::RSMPI_UINT64_T,
                         masks.as_mut_ptr().cast(),
-                        16,
+                        CPU_MASK_WORDS as c_int,
                         ffi::RSMPI_UINT64_T,
                         local,
                     )

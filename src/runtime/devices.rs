@@ -4,7 +4,7 @@ use crate::backend::host::HostBackend;
 use crate::backend::interface::Backend;
 use crate::backend::system_info::SystemInfo;
 use crate::comm::in_process::InProcessCommunicator;
-use crate::comm::{Communicator, CpuMask};
+use crate::comm::{CPU_MASK_WORDS, Communicator, CpuMask};
 use crate::error::{Error, Result};
 use crate::types::NodeId;
 
@@ -104,7 +104,7 @@ fn count_cpu_list(list: &str) -> Option<usize> {
 
 /// A Linux CPU list as a [`CpuMask`] (CPUs past its 1 024 left out); `None` if malformed.
 fn cpu_mask(list: &str) -> Option<CpuMask> {
-    let mut mask: CpuMask = [0; 16];
+    let mut mask: CpuMask = [0; CPU_MASK_WORDS];
     for (first, last) in cpu_ranges(list)? {
         for cpu in first..=last.min(mask.len() * 64 - 1) {
             mask[cpu / 64] |= 1 << (cpu % 64);
@@ -124,7 +124,7 @@ fn own_cpu_mask() -> CpuMask {
                 .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
             cpu_mask(list.trim())
         })
-        .unwrap_or([u64::MAX; 16])
+        .unwrap_or([u64::MAX; CPU_MASK_WORDS])
 }
 
 /// The warning for a process that may run on `process_cores` of the host's `host_cores` (a CPU
