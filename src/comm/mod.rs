@@ -157,8 +157,7 @@ pub trait Communicator: Send {
     /// cores with. A launcher that gives each rank cores of its own (`--map-by slot:PE=N`,
     /// `srun --cpus-per-task`) makes it 1; unbound ranks share all of them. Collective over the
     /// nodes, like [`Self::host_local_rank`]. A communicator without a notion of hosts answers 1.
-    fn host_core_sharers(&self, cpus: &CpuMask) -> Result<usize> {
-        let _ = cpus;
+    fn host_core_sharers(&self, _cpus: &CpuMask) -> Result<usize> {
         Ok(1)
     }
 

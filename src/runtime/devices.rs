@@ -57,12 +57,18 @@ pub(super) struct Selection {
     pub confined_cores: Option<String>,
 }
 
+/// The threads a run keeps busy: the application's, `scheduler_threads` scheduler stages, the
+/// executor and one per device (its lane or submission thread).
+fn busy_threads(scheduler_threads: usize, devices: usize) -> usize {
+    2 + scheduler_threads + devices
+}
+
 /// Whether the runtime's threads may poll for work briefly before they park: only when this
 /// process's share of its cores (the `cores` it may use, among the `sharers` processes of the
-/// host that may use them too: [`Communicator::host_core_sharers`]) gives each of its threads
-/// (application, scheduler, executor, one lane per device) a core of its own.
+/// host that may use them too: [`Communicator::host_core_sharers`]) gives each of its
+/// [`busy_threads`] (one scheduler stage) a core of its own.
 pub(super) fn may_poll_when_idle(cores: usize, sharers: usize, devices: usize) -> bool {
-    cores / sharers.max(1) > 3 + devices
+    cores / sharers.max(1) > busy_threads(1, devices)
 }
 
 /// The cores this process may run on (affinity and cgroup quota included).
@@ -143,7 +149,7 @@ fn confined_cores_warning(
     scheduler_threads: usize,
     devices: usize,
 ) -> Option<String> {
-    let threads = 2 + scheduler_threads + devices;
+    let threads = busy_threads(scheduler_threads, devices);
     if process_cores >= threads || host_cores / local_processes.max(1) < threads {
         return None;
     }
@@ -159,10 +165,9 @@ fn confined_cores_warning(
 }
 
 /// Whether the process has a core for a second scheduler stage as well: [`may_poll_when_idle`]
-/// with that stage as one more thread beside the application, the scheduler, the executor and
-/// `lanes` lanes.
+/// with both stages among the [`busy_threads`] of `lanes` lanes.
 fn has_core_for_second_stage(cores: usize, sharers: usize, lanes: usize) -> bool {
-    may_poll_when_idle(cores, sharers, lanes + 1)
+    cores / sharers.max(1) > busy_threads(2, lanes)
 }
 
 /// How many scheduler threads a run that executes starts. `Auto` takes two only where the
@@ -374,14 +379,9 @@ pub(super) fn select(
         )));
     }
     let host_cores = host_online_cores();
-    let confined_cores = host_cores.and_then(|host| {
-        let scheduler = if scheduler_threads == SchedulerThreads::Two {
-            2
-        } else {
-            1
-        };
-        confined_cores_warning(cores, host, host_local.1, scheduler, devices)
-    });
+    let stages = 1 + usize::from(scheduler_threads == SchedulerThreads::Two);
+    let confined_cores = host_cores
+        .and_then(|host| confined_cores_warning(cores, host, host_local.1, stages, devices));
     let description = format!(
         "devices: {}; communicator: {}; cores: {cores}{}{}",
         backend.describe_devices(),
