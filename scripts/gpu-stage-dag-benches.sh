@@ -14,7 +14,9 @@ name=${1:?usage: scripts/gpu-stage-dag-benches.sh NAME CELERITY_BENCHMARKS_BINAR
 cpp_bin=$(realpath "${2:?usage: scripts/gpu-stage-dag-benches.sh NAME CELERITY_BENCHMARKS_BINARY}")
 anchor=$(realpath ../shared/tools/celerity-anchor)
 dest=gpu_carry/$name
-grep -qx 'gpu_carry/' .git/info/exclude 2>/dev/null || echo 'gpu_carry/' >> .git/info/exclude
+# The exclude file of the repository, also from a worktree (where .git is a file).
+exclude=$(git rev-parse --git-common-dir)/info/exclude
+grep -qx 'gpu_carry/' "$exclude" 2>/dev/null || echo 'gpu_carry/' >> "$exclude"
 benches=$(cargo bench --locked --no-run --bench task_graph --bench command_graph \
     --bench instruction_graph --bench scheduler --message-format=json | python3 -c 'import json,sys
 for line in sys.stdin:

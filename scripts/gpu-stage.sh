@@ -11,7 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: scripts/gpu-stage.sh NAME}
 dest=gpu_carry/$name
-grep -qx 'gpu_carry/' .git/info/exclude 2>/dev/null || echo 'gpu_carry/' >> .git/info/exclude
+# The exclude file of the repository, also from a worktree (where .git is a file).
+exclude=$(git rev-parse --git-common-dir)/info/exclude
+grep -qx 'gpu_carry/' "$exclude" 2>/dev/null || echo 'gpu_carry/' >> "$exclude"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target/gpu}
 features=mpi,cuda${EXTRA_FEATURES:+,$EXTRA_FEATURES}
 cargo build --locked --release --features "$features" --lib
