@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use celerity::backend::event::AsyncEvent;
 use celerity::comm::mpi::MpiEnvironment;
-use celerity::comm::{Communicator, OutboundPilot, PilotMessage, Stride};
+use celerity::comm::{Communicator, HostPlacement, OutboundPilot, PilotMessage, Stride};
 use celerity::grid::{GridBox, Id, Range, Subrange};
 use celerity::types::{BufferId, MessageId, NodeId, ReductionId, TaskId, TransferId};
 
@@ -152,14 +152,10 @@ fn rank_main() {
     let environment = MpiEnvironment::init().unwrap();
     assert!(environment.owns_mpi());
     let mut world = environment.world().unwrap();
-    // All ranks run on this one host, so their host-local ranks are their ranks.
-    assert_eq!(
-        world.host_local_rank().unwrap(),
-        (world.local_node().0 as usize, world.num_nodes())
-    );
-    // Core sharing: masks of CPUs each rank may use, gathered among the host's ranks. Disjoint
-    // masks (a launcher's cores of their own) share with nobody, one common CPU with everyone,
-    // and a CPU of only the even ranks' masks with every even rank.
+    // All ranks run on this one host, so their host-local ranks are their ranks. Core sharing:
+    // masks of CPUs each rank may use, gathered among the host's ranks. Disjoint masks (a
+    // launcher's cores of their own) share with nobody, one common CPU with everyone, and a CPU
+    // of only the even ranks' masks with every even rank.
     let me = world.local_node().0 as usize;
     let size = world.num_nodes();
     let mask = |cpus: &[usize]| {
@@ -169,15 +165,23 @@ fn rank_main() {
         }
         mask
     };
-    assert_eq!(world.host_core_sharers(&mask(&[me * 70])).unwrap(), 1);
+    let placed = |core_sharers| HostPlacement {
+        local_rank: me,
+        local_processes: size,
+        core_sharers,
+    };
+    assert_eq!(world.host_placement(&mask(&[me * 70])).unwrap(), placed(1));
     assert_eq!(
-        world.host_core_sharers(&mask(&[5, me + 100])).unwrap(),
-        size
+        world.host_placement(&mask(&[5, me + 100])).unwrap(),
+        placed(size)
     );
     let evens = size.div_ceil(2);
     let parity = if me % 2 == 0 { 1000 } else { 1001 };
     let expected = if me % 2 == 0 { evens } else { size - evens };
-    assert_eq!(world.host_core_sharers(&mask(&[parity])).unwrap(), expected);
+    assert_eq!(
+        world.host_placement(&mask(&[parity])).unwrap(),
+        placed(expected)
+    );
     exchange_payloads(&mut world);
     world.collective_barrier().unwrap();
     // Clones are independent and usable concurrently from their own threads.

@@ -90,6 +90,28 @@ pub const CPU_MASK_WORDS: usize = 16;
 /// CPUs covered by an affinity mask, CPU `c` at bit `c % 64` of word `c / 64`.
 pub type CpuMask = [u64; CPU_MASK_WORDS];
 
+/// A process's place among the processes of its host ([`Communicator::host_placement`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostPlacement {
+    /// This process's rank among the host's processes: which of the host's GPUs it takes.
+    pub local_rank: usize,
+    /// The host's processes of this run.
+    pub local_processes: usize,
+    /// The host's processes, this one included, that may run on some CPU of this one's mask:
+    /// those it shares its cores with. A launcher that gives each rank cores of its own
+    /// (`--map-by slot:PE=N`, `srun --cpus-per-task`) makes it 1; unbound ranks share all.
+    pub core_sharers: usize,
+}
+
+impl HostPlacement {
+    /// The only process of its host.
+    pub const ALONE: Self = Self {
+        local_rank: 0,
+        local_processes: 1,
+        core_sharers: 1,
+    };
+}
+
 /// A communicator between the nodes of one run. See the module documentation for the protocol.
 pub trait Communicator: Send {
     /// Number of nodes in the run.
@@ -146,19 +168,11 @@ pub trait Communicator: Send {
     /// in the same order.
     fn collective_clone(&mut self) -> Result<Box<dyn Communicator>>;
 
-    /// This process's rank among the processes on the same host, and their number: which of the
-    /// host's GPUs this node takes. A communicator without a notion of hosts answers `(0, 1)`.
-    fn host_local_rank(&self) -> Result<(usize, usize)> {
-        Ok((0, 1))
-    }
-
-    /// How many processes on this host, this one included, may run on some CPU of `cpus` (this
-    /// process's affinity mask, CPU `c` at bit `c % 64` of word `c / 64`): those it shares its
-    /// cores with. A launcher that gives each rank cores of its own (`--map-by slot:PE=N`,
-    /// `srun --cpus-per-task`) makes it 1; unbound ranks share all of them. Collective over the
-    /// nodes, like [`Self::host_local_rank`]. A communicator without a notion of hosts answers 1.
-    fn host_core_sharers(&self, _cpus: &CpuMask) -> Result<usize> {
-        Ok(1)
+    /// Where this process sits among the processes of its host, given `cpus`, its affinity mask.
+    /// Collective over the nodes: every node calls it at start-up. A communicator without a
+    /// notion of hosts answers [`HostPlacement::ALONE`].
+    fn host_placement(&self, _cpus: &CpuMask) -> Result<HostPlacement> {
+        Ok(HostPlacement::ALONE)
     }
 
     /// The communicator in words for the startup line (which transport, which library).

@@ -21,8 +21,8 @@ use std::mem::MaybeUninit;
 use mpi::ffi;
 
 use super::{
-    CONTROL_MESSAGE_LIMIT, CPU_MASK_WORDS, Communicator, CpuMask, InboundPilot, OutboundPilot,
-    PilotMessage, Stride,
+    CONTROL_MESSAGE_LIMIT, CPU_MASK_WORDS, Communicator, CpuMask, HostPlacement, InboundPilot,
+    OutboundPilot, PilotMessage, Stride,
 };
 use crate::backend::event::{AsyncEvent, Completion, EventCompleter};
 use crate::error::{Error, ErrorKind, Result};
@@ -515,26 +515,14 @@ impl Communicator for MpiCommunicator {
         self.size
     }
 
-    fn host_local_rank(&self) -> Result<(usize, usize)> {
+    fn host_placement(&self, cpus: &CpuMask) -> Result<HostPlacement> {
         let mut local = self.host_local_comm()?;
-        let (mut rank, mut size) = (0, 0);
-        // SAFETY: `local` is valid; the out-pointers are valid ints; `local` is freed once.
-        let outcome = unsafe {
+        let (mut rank, mut size): (c_int, c_int) = (0, 0);
+        // SAFETY: `local` is valid and the out-pointers are valid ints.
+        let sized = unsafe {
             check(ffi::MPI_Comm_rank(local, &mut rank), "MPI_Comm_rank")
                 .and_then(|()| check(ffi::MPI_Comm_size(local, &mut size), "MPI_Comm_size"))
-                .and_then(|()| check(ffi::MPI_Comm_free(&mut local), "MPI_Comm_free"))
         };
-        outcome.map(|()| (rank as usize, size as usize))
-    }
-
-    fn host_core_sharers(&self, cpus: &CpuMask) -> Result<usize> {
-        let mut local = self.host_local_comm()?;
-        let mut size: c_int = 0;
-        // SAFETY: `local` is valid and `size` a valid int.
-        let sized = check(
-            unsafe { ffi::MPI_Comm_size(local, &mut size) },
-            "MPI_Comm_size",
-        );
         let mut masks: Vec<CpuMask> =
             vec![[0; CPU_MASK_WORDS]; usize::try_from(size).unwrap_or(0).max(1)];
         let gathered = sized.and_then(|()| {
@@ -560,7 +548,11 @@ impl Communicator for MpiCommunicator {
         let freed = check(unsafe { ffi::MPI_Comm_free(&mut local) }, "MPI_Comm_free");
         gathered.and(freed)?;
         let overlaps = |mask: &CpuMask| mask.iter().zip(cpus).any(|(a, b)| a & b != 0);
-        Ok(masks.iter().filter(|mask| overlaps(mask)).count().max(1))
+        Ok(HostPlacement {
+            local_rank: rank as usize,
+            local_processes: size as usize,
+            core_sharers: masks.iter().filter(|mask| overlaps(mask)).count().max(1),
+        })
     }
 
     fn describe(&self) -> String {

@@ -65,7 +65,7 @@ fn busy_threads(scheduler_threads: usize, devices: usize) -> usize {
 
 /// Whether the runtime's threads may poll for work briefly before they park: only when this
 /// process's share of its cores (the `cores` it may use, among the `sharers` processes of the
-/// host that may use them too: [`Communicator::host_core_sharers`]) gives each of its
+/// host that may use them too: [`crate::comm::HostPlacement::core_sharers`]) gives each of its
 /// [`busy_threads`] (one scheduler stage) a core of its own.
 pub(super) fn may_poll_when_idle(cores: usize, sharers: usize, devices: usize) -> bool {
     cores / sharers.max(1) > busy_threads(1, devices)
@@ -356,11 +356,12 @@ pub(super) fn select(
         Some(given) => (given, None),
         None => self::communicator()?,
     };
-    // Several processes on one host split its GPUs (and its cores) among themselves.
-    let host_local = communicator.host_local_rank()?;
-    // The processes this one shares its cores with: all of the host's where the launcher left
-    // them unbound, none where it gave each rank cores of its own (`--map-by slot:PE=N`).
-    let sharers = communicator.host_core_sharers(&own_cpu_mask())?;
+    // Several processes on one host split its GPUs (and its cores) among themselves; this one
+    // shares its cores with all of them where the launcher left them unbound, with none where it
+    // gave each rank cores of its own (`--map-by slot:PE=N`).
+    let placement = communicator.host_placement(&own_cpu_mask())?;
+    let host_local = (placement.local_rank, placement.local_processes);
+    let sharers = placement.core_sharers;
     let (backend, backend_kind) = backend(config, host_local)?;
     let cores = process_cores();
     let devices = backend.system_info().devices.len();
