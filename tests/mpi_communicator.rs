@@ -7,7 +7,8 @@
 //! from several threads, meets at barriers, gathers byte strings of different lengths and counts
 //! the ranks that share CPUs of an affinity mask.
 
-use std::process::Command;
+mod common;
+
 use std::time::{Duration, Instant};
 
 use celerity::backend::event::AsyncEvent;
@@ -223,18 +224,8 @@ fn main() {
         rank_main();
         return;
     }
-    let me = std::env::current_exe().unwrap();
     for ranks in [2, 3, 4] {
-        let output = Command::new("mpirun")
-            .args([
-                "--allow-run-as-root",
-                "--oversubscribe",
-                "--bind-to",
-                "none",
-                "-n",
-                &ranks.to_string(),
-            ])
-            .arg(&me)
+        let output = common::mpirun_self(ranks)
             .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
             .output()
             .expect("mpirun must be installed (scripts/setup.sh)");

@@ -5,7 +5,8 @@
 //! shutting the runtime down): `CELERITY_RUN_MPI_STALL_TEST=1 cargo test --features mpi --test
 //! mpi_stall` re-launches this binary under `mpirun -n 2` and checks rank 0's report.
 
-use std::process::Command;
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -78,16 +79,7 @@ fn main() {
         println!("mpi_stall: skipped (set CELERITY_RUN_MPI_STALL_TEST=1 to run it)");
         return;
     }
-    let output = Command::new("mpirun")
-        .args([
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "--bind-to",
-            "none",
-            "-n",
-            "2",
-        ])
-        .arg(std::env::current_exe().unwrap())
+    let output = common::mpirun_self(2)
         .output()
         .expect("mpirun must be installed (scripts/setup.sh)");
     let stdout = String::from_utf8_lossy(&output.stdout);
