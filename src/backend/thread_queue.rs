@@ -176,8 +176,14 @@ impl Inbox {
 }
 
 /// How long a queue's thread polls for its next job after the last one before it parks, where
-/// [`set_poll_when_idle`] allows it.
-const LANE_SPIN: Duration = Duration::from_micros(20);
+/// [`set_poll_when_idle`] allows it: as long as the executor polls for a peer's data. A lane
+/// whose next job waits for a peer idles for a whole exchange (the peer's kernel, its send, the
+/// receive), and a parked thread takes about 5 µs to wake on an idle core of the GPU hosts. With
+/// 20 µs, every stencil step longer than that paid the wake-up: on an H100 host (16 cores,
+/// docs/benchmarks.md, "what a cross-rank step waits for") 1 ms took the granularity METG(50 %)
+/// under `mpirun -n 2` from 30.9 to 25.0 µs and on `host:2` from 23.5 to 14.8 µs (means of
+/// alternating repetitions), `host:1` unchanged.
+const LANE_SPIN: Duration = Duration::from_millis(1);
 
 /// Whether queue threads poll for their next job for [`LANE_SPIN`] before they park.
 static POLL_WHEN_IDLE: AtomicBool = AtomicBool::new(false);
