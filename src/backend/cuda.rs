@@ -59,7 +59,7 @@ use super::nd_memory::StridedBox;
 use super::pinned_pool::PinnedPool;
 use super::system_info::SystemInfo;
 use super::thread_queue::HostLaunch;
-use super::thread_queue::{Lanes, ThreadQueue};
+use super::thread_queue::{BRIEF_SPIN, Lanes, ThreadQueue};
 use crate::error::{Error, ErrorKind, Result};
 use crate::types::{DeviceId, MemoryId};
 
@@ -324,7 +324,7 @@ impl CudaBackend {
             pinned_limit,
         );
         let pool = Arc::new(Mutex::new(pool));
-        let alloc_queue = ThreadQueue::new("celerity-alloc")?;
+        let alloc_queue = ThreadQueue::with_idle_poll("celerity-alloc", BRIEF_SPIN)?;
         let warm = pool.clone();
         // In the background, so that init does not wait for it; the first large copy of
         // pageable memory then finds its pinned slots instead of paying their page-locking.

@@ -127,14 +127,14 @@ struct Inbox {
 
 impl Inbox {
     /// The worker's loop: runs every job in submission order until the queue is dropped.
-    fn serve(&self, thread_name: &str) {
+    fn serve(&self, thread_name: &str, spin: Duration) {
         let mut batch = VecDeque::new();
         let mut idle_since = Instant::now();
         let mut taken = 0u64;
         loop {
             if self.pushed.load(Ordering::Acquire) == taken
                 && POLL_WHEN_IDLE.load(Ordering::Relaxed)
-                && idle_since.elapsed() < LANE_SPIN
+                && idle_since.elapsed() < spin
             {
                 // The next job of a dependency chain usually follows within microseconds; a
                 // parked thread takes several to wake (tens on a VM's idle vCPU).
@@ -175,17 +175,22 @@ impl Inbox {
     }
 }
 
-/// How long a queue's thread polls for its next job after the last one before it parks, where
-/// [`set_poll_when_idle`] allows it: as long as the executor polls for a peer's data. A lane
+/// How long a lane's thread (or a device's submission thread) polls for its next job after the
+/// last one before it parks, where [`set_poll_when_idle`] allows it: as long as the executor
+/// polls for a peer's data. A lane
 /// whose next job waits for a peer idles for a whole exchange (the peer's kernel, its send, the
 /// receive), and a parked thread takes about 5 µs to wake on an idle core of the GPU hosts. With
 /// 20 µs, every stencil step longer than that paid the wake-up: on an H100 host (16 cores,
 /// docs/benchmarks.md, "what a cross-rank step waits for") 1 ms took the granularity METG(50 %)
 /// under `mpirun -n 2` from 30.9 to 25.0 µs and on `host:2` from 23.5 to 14.8 µs (means of
 /// alternating repetitions), `host:1` unchanged.
-const LANE_SPIN: Duration = Duration::from_millis(1);
+pub const LANE_SPIN: Duration = Duration::from_millis(1);
 
-/// Whether queue threads poll for their next job for [`LANE_SPIN`] before they park.
+/// How long a queue off the path of a run's steps (an allocation queue) polls for its next job
+/// before it parks, where [`set_poll_when_idle`] allows it.
+pub const BRIEF_SPIN: Duration = Duration::from_micros(20);
+
+/// Whether queue threads poll for their next job ([`LANE_SPIN`], [`BRIEF_SPIN`]) before they park.
 static POLL_WHEN_IDLE: AtomicBool = AtomicBool::new(false);
 
 /// Lets every queue thread of the process poll briefly for its next job before it parks (the
@@ -205,14 +210,22 @@ pub struct ThreadQueue {
 }
 
 impl ThreadQueue {
-    /// Starts the thread `name` (visible in debuggers and profilers).
+    /// Starts the thread `name` (visible in debuggers and profilers), which polls for its next
+    /// job for [`LANE_SPIN`] where allowed: a lane or a device's submission thread.
     pub fn new(name: impl Into<String>) -> Result<Self> {
+        Self::with_idle_poll(name, LANE_SPIN)
+    }
+
+    /// Like [`Self::new`], polling for `spin` where allowed: [`BRIEF_SPIN`] for a queue off the
+    /// path of a run's steps (allocations), so that it does not keep a core busy for a
+    /// millisecond after each of its rare jobs.
+    pub fn with_idle_poll(name: impl Into<String>, spin: Duration) -> Result<Self> {
         let name = name.into();
         let inbox = Arc::new(Inbox::default());
         let (worker_inbox, thread_name) = (inbox.clone(), name.clone());
         let thread = std::thread::Builder::new()
             .name(name.clone())
-            .spawn(move || worker_inbox.serve(&thread_name))
+            .spawn(move || worker_inbox.serve(&thread_name, spin))
             .map_err(|e| Error::internal(format!("cannot start thread {name}: {e}")))?;
         Ok(Self {
             name,
