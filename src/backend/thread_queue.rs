@@ -177,10 +177,9 @@ impl Inbox {
 
 /// How long a lane's thread (or a device's submission thread) polls for its next job after the
 /// last one before it parks, where [`set_poll_when_idle`] allows it: as long as the executor
-/// polls for a peer's data. A lane
-/// whose next job waits for a peer idles for a whole exchange (the peer's kernel, its send, the
-/// receive), and a parked thread takes about 5 µs to wake on an idle core of the GPU hosts. With
-/// 20 µs, every stencil step longer than that paid the wake-up: on an H100 host (16 cores,
+/// polls for a peer's data. A lane whose next job waits for a peer idles for a whole exchange
+/// (the peer's kernel, its send, the receive), and a parked thread took about 5 µs to wake on an
+/// idle core of a GPU host. With 20 µs, every stencil step longer than that paid the wake-up: on an H100 host (16 cores,
 /// docs/benchmarks.md, "what a cross-rank step waits for") 1 ms took the granularity METG(50 %)
 /// under `mpirun -n 2` from 30.9 to 25.0 µs and on `host:2` from 23.5 to 14.8 µs (means of
 /// alternating repetitions), `host:1` unchanged.

@@ -60,6 +60,28 @@ fn comm_error(message: String) -> Error {
     Error::new(ErrorKind::Communication, message)
 }
 
+/// A communicator that `create` writes into its argument (the MPI call `call`, for the error).
+fn new_communicator(
+    call: &str,
+    create: impl FnOnce(*mut ffi::MPI_Comm) -> c_int,
+) -> Result<ffi::MPI_Comm> {
+    let mut comm = MaybeUninit::<ffi::MPI_Comm>::uninit();
+    check(create(comm.as_mut_ptr()), call)?;
+    // SAFETY: the call succeeded, so it wrote the new communicator.
+    Ok(unsafe { comm.assume_init() })
+}
+
+/// This process's rank in `comm`, a valid communicator, and its size.
+fn rank_and_size(comm: ffi::MPI_Comm) -> Result<(c_int, c_int)> {
+    let (mut rank, mut size) = (0, 0);
+    // SAFETY: `comm` is valid; the out-pointers are valid ints.
+    unsafe {
+        check(ffi::MPI_Comm_rank(comm, &mut rank), "MPI_Comm_rank")?;
+        check(ffi::MPI_Comm_size(comm, &mut size), "MPI_Comm_size")?;
+    }
+    Ok((rank, size))
+}
+
 fn check(code: c_int, what: &str) -> Result<()> {
     if code == ffi::MPI_SUCCESS as c_int {
         Ok(())
@@ -248,39 +270,26 @@ impl MpiCommunicator {
     /// The processes on this host (`MPI_Comm_split_type` shared), as a new communicator the
     /// caller frees. Collective over `self.comm`: every rank calls it at start-up.
     fn host_local_comm(&self) -> Result<ffi::MPI_Comm> {
-        let mut local = MaybeUninit::<ffi::MPI_Comm>::uninit();
-        check(
-            // SAFETY: `self.comm` is a valid communicator; MPI writes the new one into `local`.
+        new_communicator("MPI_Comm_split_type", |out| {
+            // SAFETY: `self.comm` is a valid communicator; MPI writes the new one into `out`.
             unsafe {
                 ffi::MPI_Comm_split_type(
                     self.comm,
                     ffi::RSMPI_COMM_TYPE_SHARED,
                     self.rank as c_int,
                     ffi::RSMPI_INFO_NULL,
-                    local.as_mut_ptr(),
+                    out,
                 )
-            },
-            "MPI_Comm_split_type",
-        )?;
-        // SAFETY: MPI_Comm_split_type succeeded, so `local` is initialised.
-        Ok(unsafe { local.assume_init() })
+            }
+        })
     }
 
     fn duplicate(parent: ffi::MPI_Comm) -> Result<Self> {
-        let mut comm = MaybeUninit::<ffi::MPI_Comm>::uninit();
-        check(
-            // SAFETY: `parent` is a valid communicator; MPI writes the duplicate into `comm`.
-            unsafe { ffi::MPI_Comm_dup(parent, comm.as_mut_ptr()) },
-            "MPI_Comm_dup",
-        )?;
-        // SAFETY: MPI_Comm_dup succeeded, so `comm` is initialised.
-        let comm = unsafe { comm.assume_init() };
-        let (mut rank, mut size) = (0, 0);
-        // SAFETY: `comm` is valid; the out-pointers are valid ints.
-        unsafe {
-            check(ffi::MPI_Comm_rank(comm, &mut rank), "MPI_Comm_rank")?;
-            check(ffi::MPI_Comm_size(comm, &mut size), "MPI_Comm_size")?;
-        }
+        let comm = new_communicator("MPI_Comm_dup", |out| {
+            // SAFETY: `parent` is a valid communicator; MPI writes the duplicate into `out`.
+            unsafe { ffi::MPI_Comm_dup(parent, out) }
+        })?;
+        let (rank, size) = rank_and_size(comm)?;
         let mut this = Self {
             comm,
             rank: rank as usize,
@@ -517,19 +526,12 @@ impl Communicator for MpiCommunicator {
 
     fn host_placement(&self, cpus: &CpuMask) -> Result<HostPlacement> {
         let mut local = self.host_local_comm()?;
-        let (mut rank, mut size): (c_int, c_int) = (0, 0);
-        // SAFETY: `local` is valid and the out-pointers are valid ints.
-        let sized = unsafe {
-            check(ffi::MPI_Comm_rank(local, &mut rank), "MPI_Comm_rank")
-                .and_then(|()| check(ffi::MPI_Comm_size(local, &mut size), "MPI_Comm_size"))
-        };
-        let mut masks: Vec<CpuMask> =
-            vec![[0; CPU_MASK_WORDS]; usize::try_from(size).unwrap_or(0).max(1)];
-        let gathered = sized.and_then(|()| {
+        let gathered = rank_and_size(local).and_then(|(rank, size)| {
+            let mut masks: Vec<CpuMask> =
+                vec![[0; CPU_MASK_WORDS]; usize::try_from(size).unwrap_or(0).max(1)];
             check(
                 // SAFETY: the send buffer is one mask of `CPU_MASK_WORDS` u64; the receive
-                // buffer holds one mask per process of `local` (its size, read above); `local`
-                // is valid.
+                // buffer holds one mask per process of `local` (its size); `local` is valid.
                 unsafe {
                     ffi::MPI_Allgather(
                         cpus.as_ptr().cast(),
@@ -542,11 +544,12 @@ impl Communicator for MpiCommunicator {
                     )
                 },
                 "MPI_Allgather",
-            )
+            )?;
+            Ok((rank, size, masks))
         });
         // SAFETY: `local` is valid and freed once, whatever the gather's outcome.
         let freed = check(unsafe { ffi::MPI_Comm_free(&mut local) }, "MPI_Comm_free");
-        gathered.and(freed)?;
+        let (rank, size, masks) = gathered.and_then(|placed| freed.map(|()| placed))?;
         let overlaps = |mask: &CpuMask| mask.iter().zip(cpus).any(|(a, b)| a & b != 0);
         Ok(HostPlacement {
             local_rank: rank as usize,
