@@ -19,7 +19,7 @@
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
@@ -127,14 +127,21 @@ struct Inbox {
 
 impl Inbox {
     /// The worker's loop: runs every job in submission order until the queue is dropped.
-    fn serve(&self, thread_name: &str, spin: Duration) {
+    fn serve(&self, thread_name: &str, spin: Duration, pollers: &IdlePollers) {
         let mut batch = VecDeque::new();
         let mut idle_since = Instant::now();
         let mut taken = 0u64;
+        // Holds one of the process's polling places (see `IdlePollers`) from its first idle
+        // look until it parks, through every job it runs meanwhile.
+        let mut polling = false;
         loop {
             if self.pushed.load(Ordering::Acquire) == taken
-                && POLL_WHEN_IDLE.load(Ordering::Relaxed)
                 && idle_since.elapsed() < spin
+                && !self.closed.load(Ordering::Relaxed)
+                && (polling || {
+                    polling = pollers.try_enter();
+                    polling
+                })
             {
                 // The next job of a dependency chain usually follows within microseconds; a
                 // parked thread takes several to wake (tens on a VM's idle vCPU).
@@ -144,6 +151,9 @@ impl Inbox {
             std::mem::swap(&mut self.pending.lock().entries, &mut batch);
             taken += batch.len() as u64;
             if batch.is_empty() {
+                if std::mem::take(&mut polling) {
+                    pollers.leave();
+                }
                 if self.closed.load(Ordering::SeqCst) {
                     return;
                 }
@@ -176,7 +186,7 @@ impl Inbox {
 }
 
 /// How long a lane's thread (or a device's submission thread) polls for its next job after the
-/// last one before it parks, where [`set_poll_when_idle`] allows it: as long as the executor
+/// last one before it parks, where [`set_idle_pollers`] leaves it a place: as long as the executor
 /// polls for a peer's data. A lane whose next job waits for a peer idles for a whole exchange
 /// (the peer's kernel, its send, the receive), and a parked thread took about 5 µs to wake on an
 /// idle core of a GPU host. With 20 µs, every stencil step longer than that paid the wake-up: on an H100 host (16 cores,
@@ -186,17 +196,51 @@ impl Inbox {
 pub const LANE_SPIN: Duration = Duration::from_millis(1);
 
 /// How long a queue off the path of a run's steps (an allocation queue) polls for its next job
-/// before it parks, where [`set_poll_when_idle`] allows it.
+/// before it parks, where [`set_idle_pollers`] leaves it a place.
 pub const BRIEF_SPIN: Duration = Duration::from_micros(20);
 
-/// Whether queue threads poll for their next job ([`LANE_SPIN`], [`BRIEF_SPIN`]) before they park.
-static POLL_WHEN_IDLE: AtomicBool = AtomicBool::new(false);
+/// How many of the process's queue threads may poll for their next job ([`LANE_SPIN`],
+/// [`BRIEF_SPIN`]) at once; the others park as soon as they run out of work. A thread takes a
+/// place at its first idle look and keeps it, through the jobs it runs meanwhile, until it
+/// parks: two atomic operations per park, none per job.
+struct IdlePollers {
+    /// Places: set by the runtime from its spare cores.
+    limit: AtomicUsize,
+    /// Places taken. Counted apart from `limit` so that a new limit (a later runtime in the
+    /// same process) leaves the places that threads still hold accounted for.
+    taken: AtomicUsize,
+}
 
-/// Lets every queue thread of the process poll briefly for its next job before it parks (the
-/// runtime allows it when the process has a core for each of its threads: a polling thread on
-/// a shared core would take time from a kernel).
-pub fn set_poll_when_idle(allowed: bool) {
-    POLL_WHEN_IDLE.store(allowed, Ordering::Relaxed);
+impl IdlePollers {
+    fn try_enter(&self) -> bool {
+        let limit = self.limit.load(Ordering::Relaxed);
+        self.taken
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |taken| {
+                (taken < limit).then_some(taken + 1)
+            })
+            .is_ok()
+    }
+
+    fn leave(&self) {
+        self.taken.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+static IDLE_POLLERS: IdlePollers = IdlePollers {
+    limit: AtomicUsize::new(0),
+    taken: AtomicUsize::new(0),
+};
+
+/// Lets at most `threads` queue threads of the process at once poll for their next job before
+/// they park; 0: every one parks at once. The runtime gives the cores that none of its other
+/// busy threads needs: a polling thread without a core of its own takes turns with the threads
+/// that have work (the executor, the scheduler, a lane with a job), and a lane that polls for a
+/// millisecond keeps its core that long. Emulated devices open up to four lanes each (the
+/// executor's `MAX_DEVICE_LANES`): on a 16-core H100 host, `host:4`'s 16 lanes
+/// polling 1 ms took independent tasks from 2.5-3.0 to 11.2-11.6 µs each (docs/benchmarks.md,
+/// "lanes that poll, at most one per spare core").
+pub fn set_idle_pollers(threads: usize) {
+    IDLE_POLLERS.limit.store(threads, Ordering::Relaxed);
 }
 
 /// An in-order job queue served by one thread.
@@ -219,12 +263,20 @@ impl ThreadQueue {
     /// path of a run's steps (allocations), so that it does not keep a core busy for a
     /// millisecond after each of its rare jobs.
     pub fn with_idle_poll(name: impl Into<String>, spin: Duration) -> Result<Self> {
+        Self::with_pollers(name, spin, &IDLE_POLLERS)
+    }
+
+    fn with_pollers(
+        name: impl Into<String>,
+        spin: Duration,
+        pollers: &'static IdlePollers,
+    ) -> Result<Self> {
         let name = name.into();
         let inbox = Arc::new(Inbox::default());
         let (worker_inbox, thread_name) = (inbox.clone(), name.clone());
         let thread = std::thread::Builder::new()
             .name(name.clone())
-            .spawn(move || worker_inbox.serve(&thread_name, spin))
+            .spawn(move || worker_inbox.serve(&thread_name, spin, pollers))
             .map_err(|e| Error::internal(format!("cannot start thread {name}: {e}")))?;
         Ok(Self {
             name,
@@ -400,6 +452,52 @@ mod tests {
         );
         assert!(error.message().contains("celerity-test-panic"));
         assert_eq!(counter.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn no_more_idle_queues_poll_than_allowed_and_parked_ones_still_run_their_jobs() {
+        static ONE_PLACE: IdlePollers = IdlePollers {
+            limit: AtomicUsize::new(1),
+            taken: AtomicUsize::new(0),
+        };
+        // Polling for a minute: a queue that parks does so because it found no place.
+        let queues: Vec<_> = (0..3)
+            .map(|i| {
+                let name = format!("celerity-test-poller-{i}");
+                ThreadQueue::with_pollers(name, Duration::from_secs(60), &ONE_PLACE).unwrap()
+            })
+            .collect();
+        for queue in &queues {
+            wait(&queue.submit(|| Ok(Completion::Done)));
+        }
+        let parked = || {
+            queues
+                .iter()
+                .filter(|queue| queue.inbox.sleeping.load(Ordering::SeqCst))
+                .count()
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while parked() < 2 && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert_eq!(parked(), 2, "one idle queue polls, the two others park");
+        assert_eq!(ONE_PLACE.taken.load(Ordering::SeqCst), 1);
+
+        let counter = Arc::new(AtomicUsize::new(0));
+        for queue in &queues {
+            let c = counter.clone();
+            wait(&queue.submit(move || {
+                c.fetch_add(1, Ordering::SeqCst);
+                Ok(Completion::Done)
+            }));
+        }
+        assert_eq!(counter.load(Ordering::SeqCst), 3);
+        drop(queues);
+        assert_eq!(
+            ONE_PLACE.taken.load(Ordering::SeqCst),
+            0,
+            "a queue gives its place back when it ends"
+        );
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub(super) struct Selection {
     /// The process has a core for each of its threads, so they may poll briefly before they
     /// park (see [`may_poll_when_idle`]).
     pub poll_when_idle: bool,
+    /// How many of the backend's queue threads (lanes, submission and allocation threads) may
+    /// poll at once (see [`idle_queue_pollers`]).
+    pub queue_pollers: usize,
     /// One or two (never `Auto`): see [`live_scheduler_threads`].
     pub scheduler_threads: SchedulerThreads,
     /// Why the runtime's threads will take turns on too few cores, where the process was
@@ -69,6 +72,25 @@ fn busy_threads(scheduler_threads: usize, devices: usize) -> usize {
 /// [`busy_threads`] (one scheduler stage) a core of its own.
 pub(super) fn may_poll_when_idle(cores: usize, sharers: usize, devices: usize) -> bool {
     cores / sharers.max(1) > busy_threads(1, devices)
+}
+
+/// How many queue threads may poll for work at once: the process's share of its cores less
+/// one for each of the [`busy_threads`] that are not queue threads (the application's, the
+/// executor and `stages` scheduler stages) and one left over, as [`may_poll_when_idle`]
+/// leaves one; none where that forbids polling. Each device's first lane thus keeps a place
+/// (where polling is allowed, the share exceeds `busy_threads(1, devices)`), while the further
+/// lanes an emulated device opens for independent kernels park rather than take turns on
+/// cores with the threads that have work.
+pub(super) fn idle_queue_pollers(
+    cores: usize,
+    sharers: usize,
+    devices: usize,
+    stages: usize,
+) -> usize {
+    if !may_poll_when_idle(cores, sharers, devices) {
+        return 0;
+    }
+    (cores / sharers.max(1)).saturating_sub(busy_threads(stages, 0) + 1)
 }
 
 /// The cores this process may run on (affinity and cgroup quota included).
@@ -346,6 +368,7 @@ pub(super) fn select(
                 "dry run of {nodes} node(s) with {devices} device(s) each, nothing executed"
             ),
             poll_when_idle: false,
+            queue_pollers: 0,
             // Nothing executes: the scheduler is the whole run, so `auto` may take two threads.
             scheduler_threads: dry_run_scheduler_threads(config.scheduler_threads, process_cores()),
             // nothing executes: the threads that would take turns do not run
@@ -381,6 +404,7 @@ pub(super) fn select(
     }
     let host_cores = host_online_cores();
     let stages = 1 + usize::from(scheduler_threads == SchedulerThreads::Two);
+    let queue_pollers = idle_queue_pollers(cores, sharers, devices, stages);
     let confined_cores = host_cores
         .and_then(|host| confined_cores_warning(cores, host, host_local.1, stages, devices));
     let description = format!(
@@ -397,6 +421,7 @@ pub(super) fn select(
     Ok(Selection {
         description,
         poll_when_idle,
+        queue_pollers,
         scheduler_threads,
         confined_cores,
         node: communicator.local_node(),
@@ -415,7 +440,8 @@ pub(super) fn select(
 mod tests {
     use super::{
         BackendKind, SchedulerThreads, confined_cores_warning, count_cpu_list, cpu_mask,
-        dry_run_scheduler_threads, host_share_of_gpus, live_scheduler_threads, may_poll_when_idle,
+        dry_run_scheduler_threads, host_share_of_gpus, idle_queue_pollers, live_scheduler_threads,
+        may_poll_when_idle,
     };
 
     #[test]
@@ -554,6 +580,29 @@ mod tests {
             "7 cores for 7 threads: none left over"
         );
         assert!(!may_poll_when_idle(1, 0, 0));
+    }
+
+    #[test]
+    fn queue_threads_poll_only_on_cores_no_other_busy_thread_needs() {
+        // 16 cores less the application's thread, the executor, one scheduler stage and one
+        // spare: 12 places, fewer than `host:4`'s 16 lanes.
+        assert_eq!(idle_queue_pollers(16, 1, 4, 1), 12);
+        assert_eq!(idle_queue_pollers(16, 1, 1, 2), 11, "two scheduler stages");
+        assert_eq!(
+            idle_queue_pollers(16, 2, 1, 2),
+            3,
+            "two unbound ranks: 8 cores each"
+        );
+        assert_eq!(idle_queue_pollers(7, 1, 4, 1), 0, "no polling allowed");
+        assert_eq!(idle_queue_pollers(2, 1, 1, 1), 0, "a 2-core machine");
+        for (cores, sharers, devices) in [(16, 1, 1), (16, 1, 8), (16, 2, 2), (64, 1, 8)] {
+            if may_poll_when_idle(cores, sharers, devices) {
+                assert!(
+                    idle_queue_pollers(cores, sharers, devices, 1) >= devices,
+                    "every device's first lane keeps a place: {cores} cores, {devices} devices"
+                );
+            }
+        }
     }
 
     #[test]

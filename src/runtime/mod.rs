@@ -200,7 +200,11 @@ impl Runtime {
             clock_at_init,
             host_pinner,
         } = start_executor(
-            (selection.execution, selection.poll_when_idle),
+            (
+                selection.execution,
+                selection.poll_when_idle,
+                selection.queue_pollers,
+            ),
             &config,
             shared.clone(),
             (started, selection.num_nodes),

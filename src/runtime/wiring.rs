@@ -205,9 +205,10 @@ impl TaskDelegate for ForwardTasks {
 /// nodes, also clones the communicator that gathers graphs and traces at shutdown (collective:
 /// every node has the same settings). Returns the trace's time origin: `started`, or with a
 /// trace of several nodes the moment all of them left a barrier. With `poll_when_idle` the
-/// executor and the backend's queue threads poll briefly before they park.
+/// executor polls briefly before it parks, and `queue_pollers` of the backend's queue threads
+/// at once.
 pub(super) fn start_executor(
-    (execution, poll_when_idle): (devices::Execution, bool),
+    (execution, poll_when_idle, queue_pollers): (devices::Execution, bool, usize),
     config: &Config,
     shared: Arc<Shared>,
     (started, num_nodes): (Instant, usize),
@@ -223,7 +224,7 @@ pub(super) fn start_executor(
             mut communicator,
         } => {
             host_pinner = backend.host_pinner();
-            crate::backend::thread_queue::set_poll_when_idle(poll_when_idle);
+            crate::backend::thread_queue::set_idle_pollers(queue_pollers);
             let gather_traces = tracing_on && num_nodes > 1;
             if config.print_graphs || gather_traces {
                 // Collective: every node runs with the same `print_graphs` and `trace_file`.
