@@ -186,13 +186,14 @@ impl Inbox {
 }
 
 /// How long a lane's thread (or a device's submission thread) polls for its next job after the
-/// last one before it parks, where [`set_idle_pollers`] leaves it a place: as long as the executor
-/// polls for a peer's data. A lane whose next job waits for a peer idles for a whole exchange
-/// (the peer's kernel, its send, the receive), and a parked thread took about 5 µs to wake on an
-/// idle core of a GPU host. With 20 µs, every stencil step longer than that paid the wake-up: on an H100 host (16 cores,
-/// docs/benchmarks.md, "what a cross-rank step waits for") 1 ms took the granularity METG(50 %)
-/// under `mpirun -n 2` from 30.9 to 25.0 µs and on `host:2` from 23.5 to 14.8 µs (means of
-/// alternating repetitions), `host:1` unchanged.
+/// last one before it parks, where [`set_idle_pollers`] leaves it a place: as long as the
+/// executor polls for a peer's data. A lane whose next job waits for a peer idles for a whole
+/// exchange (the peer's kernel, its send, the receive), and a parked thread took about 5 µs to
+/// wake on an idle core of a GPU host. With 20 µs, every stencil step longer than that paid the
+/// wake-up: on an H100 host (16 cores, docs/benchmarks.md, "what a cross-rank step waits for"
+/// and "lanes that poll, at most one per spare core") 1 ms took the granularity METG(50 %)
+/// under `mpirun -n 2` from 34.8 to 23.2 µs and on `host:2` from 18.1 to 9.1 µs (alternating
+/// runs), `host:1` unchanged.
 pub const LANE_SPIN: Duration = Duration::from_millis(1);
 
 /// How long a queue off the path of a run's steps (an allocation queue) polls for its next job
