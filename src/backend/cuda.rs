@@ -59,7 +59,7 @@ use super::nd_memory::StridedBox;
 use super::pinned_pool::PinnedPool;
 use super::system_info::SystemInfo;
 use super::thread_queue::HostLaunch;
-use super::thread_queue::{BRIEF_SPIN, Lanes, ThreadQueue};
+use super::thread_queue::{Lanes, SUBMISSION_SPIN, ThreadQueue};
 use crate::error::{Error, ErrorKind, Result};
 use crate::types::{DeviceId, MemoryId};
 
@@ -301,7 +301,8 @@ impl CudaBackend {
             let context = unsafe { result::primary_ctx::retain(cu_device) }
                 .map_err(|e| device_error("cuDevicePrimaryCtxRetain", e))?;
             let context = Handle(context);
-            let submitter = ThreadQueue::new(format!("celerity-cuda-D{ordinal}"))?;
+            let submitter =
+                ThreadQueue::with_idle_poll(format!("celerity-cuda-D{ordinal}"), SUBMISSION_SPIN)?;
             devices.push(CudaDevice {
                 cu_device,
                 ordinal,
@@ -324,7 +325,7 @@ impl CudaBackend {
             pinned_limit,
         );
         let pool = Arc::new(Mutex::new(pool));
-        let alloc_queue = ThreadQueue::with_idle_poll("celerity-alloc", BRIEF_SPIN)?;
+        let alloc_queue = ThreadQueue::new("celerity-alloc")?;
         let warm = pool.clone();
         // In the background, so that init does not wait for it; the first large copy of
         // pageable memory then finds its pinned slots instead of paying their page-locking.

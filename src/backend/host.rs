@@ -16,7 +16,7 @@ use super::host_memory::HostAllocation;
 use super::interface::{Backend, CopyLane, KernelInvocation, Launcher};
 use super::nd_memory::{StridedBox, copy_box_raw};
 use super::system_info::SystemInfo;
-use super::thread_queue::{BRIEF_SPIN, HostLaunch, IntoJob, Lanes, ThreadQueue};
+use super::thread_queue::{HostLaunch, IntoJob, Lanes, ThreadQueue};
 use crate::error::{Error, Result};
 use crate::types::{DeviceId, MemoryId};
 
@@ -39,7 +39,7 @@ impl HostBackend {
         Ok(Self {
             system: SystemInfo::with_devices(num_devices, peer_copies)?,
             allocations: Arc::default(),
-            alloc_queue: ThreadQueue::with_idle_poll("celerity-alloc", BRIEF_SPIN)?,
+            alloc_queue: ThreadQueue::new("celerity-alloc")?,
             host_lanes: Lanes::new("celerity-host"),
             device_lanes: (0..num_devices)
                 .map(|d| Lanes::new(format!("celerity-D{d}")))

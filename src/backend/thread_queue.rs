@@ -185,22 +185,26 @@ impl Inbox {
     }
 }
 
-/// How long a lane's thread (or a device's submission thread) polls for its next job after the
-/// last one before it parks, where [`set_idle_pollers`] leaves it a place: as long as the
-/// executor polls for a peer's data. A lane whose next job waits for a peer idles for a whole
-/// exchange (the peer's kernel, its send, the receive), and a parked thread took about 5 µs to
-/// wake on an idle core of a GPU host. With 20 µs, every stencil step longer than that paid the
-/// wake-up: on an H100 host (16 cores, docs/benchmarks.md, "what a cross-rank step waits for"
-/// and "lanes that poll, at most one per spare core") 1 ms took the granularity METG(50 %)
-/// under `mpirun -n 2` from 34.8 to 23.2 µs and on `host:2` from 18.1 to 9.1 µs (alternating
-/// runs), `host:1` unchanged.
-pub const LANE_SPIN: Duration = Duration::from_millis(1);
+/// How long a GPU's submission thread polls for its next job after the last one before it
+/// parks, where [`set_idle_pollers`] leaves it a place: as long as the executor polls for a
+/// peer's data. A parked thread took about 5 µs to wake on an idle core of a GPU host, and the
+/// next launch often comes later than a brief poll lasts: on an H100 host (16 cores, alternating
+/// runs, docs/benchmarks.md, "lanes that poll, at most one per spare core") 1 ms instead of
+/// 20 µs took the GPU task floor from 6.5-6.7 to 4.1-4.7 µs per independent and from 4.9-5.0
+/// to 2.5-2.7 µs per chained empty kernel. One thread per device, so it never polls beside
+/// siblings of its own device.
+pub const SUBMISSION_SPIN: Duration = Duration::from_millis(1);
 
-/// How long a queue off the path of a run's steps (an allocation queue) polls for its next job
-/// before it parks, where [`set_idle_pollers`] leaves it a place.
+/// How long a lane (a thread of an emulated device, a host-task or copy lane) or an allocation
+/// queue polls for its next job before it parks, where [`set_idle_pollers`] leaves it a place.
+/// Lanes polled 1 ms for a while, which took the emulated-device stencil's granularity
+/// METG(50 %) under `mpirun -n 2` from 34.8 to 23.2 µs, but independent tasks on `host:4` (16
+/// lanes, all in use) from 2.5-3.0 to 11.2-11.6 µs on one H100 host and from 6.7-8.6 to
+/// 17.3-20.7 on another, even with fewer polling lanes than spare cores (docs/benchmarks.md,
+/// "lanes that poll, at most one per spare core").
 pub const BRIEF_SPIN: Duration = Duration::from_micros(20);
 
-/// How many of the process's queue threads may poll for their next job ([`LANE_SPIN`],
+/// How many of the process's queue threads may poll for their next job ([`SUBMISSION_SPIN`],
 /// [`BRIEF_SPIN`]) at once; the others park as soon as they run out of work. A thread takes a
 /// place at its first idle look and keeps it, through the jobs it runs meanwhile, until it
 /// parks: two atomic operations per park, none per job.
@@ -235,11 +239,9 @@ static IDLE_POLLERS: IdlePollers = IdlePollers {
 /// Lets at most `threads` queue threads of the process at once poll for their next job before
 /// they park; 0: every one parks at once. The runtime gives the cores that none of its other
 /// busy threads needs: a polling thread without a core of its own takes turns with the threads
-/// that have work (the executor, the scheduler, a lane with a job), and a lane that polls for a
-/// millisecond keeps its core that long. Emulated devices open up to four lanes each (the
-/// executor's `MAX_DEVICE_LANES`): on a 16-core H100 host, `host:4`'s 16 lanes
-/// polling 1 ms took independent tasks from 2.5-3.0 to 11.2-11.6 µs each (docs/benchmarks.md,
-/// "lanes that poll, at most one per spare core").
+/// that have work (the executor, the scheduler, a lane with a job). Emulated devices open up to
+/// four lanes each (the executor's `MAX_DEVICE_LANES`), more threads than the rule that allows
+/// polling counts (one per device).
 pub fn set_idle_pollers(threads: usize) {
     IDLE_POLLERS.limit.store(threads, Ordering::Relaxed);
 }
@@ -255,14 +257,13 @@ pub struct ThreadQueue {
 
 impl ThreadQueue {
     /// Starts the thread `name` (visible in debuggers and profilers), which polls for its next
-    /// job for [`LANE_SPIN`] where allowed: a lane or a device's submission thread.
+    /// job for [`BRIEF_SPIN`] where allowed: a lane or an allocation queue.
     pub fn new(name: impl Into<String>) -> Result<Self> {
-        Self::with_idle_poll(name, LANE_SPIN)
+        Self::with_idle_poll(name, BRIEF_SPIN)
     }
 
-    /// Like [`Self::new`], polling for `spin` where allowed: [`BRIEF_SPIN`] for a queue off the
-    /// path of a run's steps (allocations), so that it does not keep a core busy for a
-    /// millisecond after each of its rare jobs.
+    /// Like [`Self::new`], polling for `spin` where allowed: [`SUBMISSION_SPIN`] for a GPU's
+    /// submission thread.
     pub fn with_idle_poll(name: impl Into<String>, spin: Duration) -> Result<Self> {
         Self::with_pollers(name, spin, &IDLE_POLLERS)
     }
