@@ -78,9 +78,9 @@ pub(super) fn may_poll_when_idle(cores: usize, sharers: usize, devices: usize) -
 /// one for each of the [`busy_threads`] that are not queue threads (the application's, the
 /// executor and `stages` scheduler stages) and one left over, as [`may_poll_when_idle`]
 /// leaves one; none where that forbids polling. Each device's first lane thus keeps a place
-/// (where polling is allowed, the share exceeds `busy_threads(1, devices)`), while the further
-/// lanes an emulated device opens for independent kernels park rather than take turns on
-/// cores with the threads that have work.
+/// (where polling is allowed, the share exceeds `busy_threads(1, devices)`); the further lanes
+/// an emulated device opens for independent kernels (up to four per device) park when the
+/// places are taken instead of taking turns on cores with the threads that have work.
 pub(super) fn idle_queue_pollers(
     cores: usize,
     sharers: usize,
@@ -596,12 +596,14 @@ mod tests {
         assert_eq!(idle_queue_pollers(7, 1, 4, 1), 0, "no polling allowed");
         assert_eq!(idle_queue_pollers(2, 1, 1, 1), 0, "a 2-core machine");
         for (cores, sharers, devices) in [(16, 1, 1), (16, 1, 8), (16, 2, 2), (64, 1, 8)] {
-            if may_poll_when_idle(cores, sharers, devices) {
-                assert!(
-                    idle_queue_pollers(cores, sharers, devices, 1) >= devices,
-                    "every device's first lane keeps a place: {cores} cores, {devices} devices"
-                );
-            }
+            assert!(
+                may_poll_when_idle(cores, sharers, devices),
+                "a case that polls"
+            );
+            assert!(
+                idle_queue_pollers(cores, sharers, devices, 1) >= devices,
+                "every device's first lane keeps a place: {cores} cores, {devices} devices"
+            );
         }
     }
 
