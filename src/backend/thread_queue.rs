@@ -136,7 +136,7 @@ impl Inbox {
         let mut polling = false;
         loop {
             if self.pushed.load(Ordering::Acquire) == taken
-                && idle_since.elapsed() < spin
+                && idle_since.elapsed() < pollers.idle_poll(spin)
                 && !self.closed.load(Ordering::Relaxed)
                 && (polling || {
                     polling = pollers.try_enter();
@@ -201,7 +201,8 @@ pub const SUBMISSION_SPIN: Duration = Duration::from_millis(1);
 /// METG(50 %) under `mpirun -n 2` from 34.8 to 23.2 µs, but independent tasks on `host:4` (16
 /// lanes, all in use) from 2.5-3.0 to 11.2-11.6 µs on one H100 host and from 6.7-8.6 to
 /// 17.3-20.7 on another, even with fewer polling lanes than spare cores (docs/benchmarks.md,
-/// "lanes that poll, at most one per spare core").
+/// "lanes that poll, at most one per spare core"); they poll [`PEER_WAIT_POLL`] only while an
+/// executor waits for a peer's data.
 pub const BRIEF_SPIN: Duration = Duration::from_micros(20);
 
 /// How many of the process's queue threads may poll for their next job ([`SUBMISSION_SPIN`],
@@ -214,9 +215,24 @@ struct IdlePollers {
     /// Places taken. Counted apart from `limit` so that a new limit (a later runtime in the
     /// same process) leaves the places that threads still hold accounted for.
     taken: AtomicUsize,
+    /// Executors of the process now waiting for a peer's data (see [`set_awaiting_peers`]).
+    executors_awaiting_peers: AtomicUsize,
+    /// How long a queue thread polls while an executor waits for a peer's data.
+    peer_wait_poll: Duration,
 }
 
 impl IdlePollers {
+    /// How long a thread that normally polls `spin` polls now: longer while an executor
+    /// waits for a peer's data, whose arrival releases work for the lanes at once.
+    #[inline]
+    fn idle_poll(&self, spin: Duration) -> Duration {
+        if self.executors_awaiting_peers.load(Ordering::Relaxed) > 0 {
+            spin.max(self.peer_wait_poll)
+        } else {
+            spin
+        }
+    }
+
     fn try_enter(&self) -> bool {
         let limit = self.limit.load(Ordering::Relaxed);
         self.taken
@@ -229,12 +245,40 @@ impl IdlePollers {
     fn leave(&self) {
         self.taken.fetch_sub(1, Ordering::Relaxed);
     }
+
+    fn set_awaiting_peers(&self, awaiting: bool) {
+        if awaiting {
+            self.executors_awaiting_peers
+                .fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.executors_awaiting_peers
+                .fetch_sub(1, Ordering::Relaxed);
+        }
+    }
 }
 
 static IDLE_POLLERS: IdlePollers = IdlePollers {
     limit: AtomicUsize::new(0),
     taken: AtomicUsize::new(0),
+    executors_awaiting_peers: AtomicUsize::new(0),
+    peer_wait_poll: PEER_WAIT_POLL,
 };
+
+/// How long a queue thread with a polling place polls for its next job while an executor of the
+/// process waits for a peer's data (an MPI receive or send in flight). The job after a
+/// receive waits for a whole exchange (the peer's kernel, its send, the receive): longer than
+/// [`BRIEF_SPIN`] wherever a step takes more than a few microseconds, so a lane that had parked
+/// paid its wake-up (about 5 µs on a GPU host) in every step. Lanes polling 1 ms at all times
+/// took the emulated-device stencil's METG(50 %) under `mpirun -n 2` from 34.8 to 23.2 µs but
+/// slowed independent `host:4` tasks, where no executor waits for a peer.
+pub const PEER_WAIT_POLL: Duration = Duration::from_millis(1);
+
+/// Announces that an executor of the process began (`true`) or stopped (`false`) waiting for a
+/// peer's data: while any does, queue threads with a polling place poll [`PEER_WAIT_POLL`]
+/// after their last job instead of their usual time. Calls must pair.
+pub fn set_awaiting_peers(awaiting: bool) {
+    IDLE_POLLERS.set_awaiting_peers(awaiting);
+}
 
 /// Lets at most `threads` queue threads of the process at once poll for their next job before
 /// they park; 0: every one parks at once. The runtime gives the cores that none of its other
@@ -461,6 +505,8 @@ mod tests {
         static ONE_PLACE: IdlePollers = IdlePollers {
             limit: AtomicUsize::new(1),
             taken: AtomicUsize::new(0),
+            executors_awaiting_peers: AtomicUsize::new(0),
+            peer_wait_poll: PEER_WAIT_POLL,
         };
         // Polling for a minute: a queue that parks does so because it found no place.
         let queues: Vec<_> = (0..3)
@@ -500,6 +546,46 @@ mod tests {
             0,
             "a queue gives its place back when it ends"
         );
+    }
+
+    #[test]
+    fn idle_queues_poll_longer_while_an_executor_waits_for_a_peer() {
+        static PEER_WAIT: IdlePollers = IdlePollers {
+            limit: AtomicUsize::new(1),
+            taken: AtomicUsize::new(0),
+            executors_awaiting_peers: AtomicUsize::new(0),
+            peer_wait_poll: Duration::from_secs(60),
+        };
+        let queue = ThreadQueue::with_pollers(
+            "celerity-test-peer-wait",
+            Duration::from_micros(20),
+            &PEER_WAIT,
+        )
+        .unwrap();
+        let parks_soon = || {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !queue.inbox.sleeping.load(Ordering::SeqCst) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            queue.inbox.sleeping.load(Ordering::SeqCst)
+        };
+        wait(&queue.submit(|| Ok(Completion::Done)));
+        assert!(
+            parks_soon(),
+            "with no peer awaited the queue parks after its brief poll"
+        );
+
+        PEER_WAIT.set_awaiting_peers(true);
+        wait(&queue.submit(|| Ok(Completion::Done)));
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !queue.inbox.sleeping.load(Ordering::SeqCst),
+            "while a peer is awaited the queue polls far past its 20 µs"
+        );
+        PEER_WAIT.set_awaiting_peers(false);
+        assert!(parks_soon(), "once no peer is awaited it parks");
+        drop(queue);
+        assert_eq!(PEER_WAIT.taken.load(Ordering::SeqCst), 0);
     }
 
     #[test]

@@ -37,6 +37,7 @@ use super::receive_arbiter::ReceiveArbiter;
 use crate::backend::SendPtr;
 use crate::backend::event::{AsyncEvent, Completion};
 use crate::backend::interface::{AccessorInfo, Backend, KernelInvocation, Launcher};
+use crate::backend::thread_queue::set_awaiting_peers;
 use crate::comm::Communicator;
 use crate::debug::trace::{EXECUTOR_BUSY_TRACK, SUBMISSION_TRACK, TraceLog};
 use crate::error::{Error, Result};
@@ -96,6 +97,8 @@ pub(super) struct Executor {
     last_progress: Instant,
     /// Sends and receives among `in_flight`.
     communication_in_flight: usize,
+    /// Whether this executor told the queue threads it waits for a peer's data.
+    peer_wait: PeerWaitAnnouncement,
     stall_reported: bool,
     /// Present only with `trace_file`: one check per dispatch and retirement otherwise.
     trace: Option<Box<TraceLog>>,
@@ -115,6 +118,29 @@ const FAILED_SHUTDOWN_STALL: Duration = Duration::from_millis(250);
 /// slack: in a halo exchange every step would wait that long (C++ Celerity polls without ever
 /// sleeping while work is in flight).
 const PEER_WAIT_SPIN: Duration = Duration::from_millis(1);
+
+/// Whether an executor has told the process's queue threads that it waits for a peer's data
+/// (`thread_queue::set_awaiting_peers`: lanes then poll longer, since a receive releases their
+/// next job at once); withdrawn when the executor ends.
+#[derive(Default)]
+struct PeerWaitAnnouncement {
+    announced: bool,
+}
+
+impl PeerWaitAnnouncement {
+    fn set(&mut self, awaiting: bool) {
+        if awaiting != self.announced {
+            set_awaiting_peers(awaiting);
+            self.announced = awaiting;
+        }
+    }
+}
+
+impl Drop for PeerWaitAnnouncement {
+    fn drop(&mut self) {
+        self.set(false);
+    }
+}
 
 /// How long the executor keeps polling for a lane's completion after its last progress before
 /// it parks until a lane unparks it (where `poll_when_idle` allows): in a chain of short
@@ -191,6 +217,7 @@ impl Executor {
             disconnected: false,
             last_progress: Instant::now(),
             communication_in_flight: 0,
+            peer_wait: PeerWaitAnnouncement::default(),
             stall_reported: false,
             trace,
             bounds_checks: IdMap::default(),
@@ -248,7 +275,9 @@ impl Executor {
             self.check_stall();
             // Completions and submissions unpark this thread; communication needs polling.
             let idle = self.last_progress.elapsed();
-            if (self.waiting_for_peers() && idle < PEER_WAIT_SPIN)
+            let waiting_for_peers = self.waiting_for_peers();
+            self.peer_wait.set(waiting_for_peers);
+            if (waiting_for_peers && idle < PEER_WAIT_SPIN)
                 || (self.config.poll_when_idle
                     && !self.in_flight.is_empty()
                     && idle < COMPLETION_SPIN)
