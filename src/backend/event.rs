@@ -59,7 +59,7 @@ struct StoredOutcomes {
 /// A value alone on its cache line (128 bytes: adjacent-line prefetching pairs lines).
 #[derive(Debug, Default)]
 #[repr(align(128))]
-struct CacheLine<T>(T);
+pub(crate) struct CacheLine<T>(pub(crate) T);
 
 impl InOrderProgress {
     /// Records the outcome of job `sequence`, which must be the job after the last completed

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::event::{AsyncEvent, Completion, InOrderProgress};
+use super::event::{AsyncEvent, CacheLine, Completion, InOrderProgress};
 use super::interface::{KernelInvocation, LaunchEnvironment, Launcher};
 use crate::error::{Error, Result};
 use crate::thread_guard::panic_message;
@@ -116,11 +116,21 @@ struct Inbox {
     pending: Mutex<Pending>,
     /// How far the jobs have run: the events of this queue.
     progress: Arc<InOrderProgress>,
+    /// What a polling worker watches, alone on its cache line: a push writes the lock, the list
+    /// and `pushed`, and a worker polling a line shared with them pulled it back between those
+    /// writes. On an H100 host lanes polling 1 ms took independent `host:4` tasks from 3.4-4.2
+    /// to 11.7-12.0 µs per task that way, 4.3-4.6 with this line apart (docs/benchmarks.md,
+    /// "the lanes' regression was a shared cache line").
+    polled: CacheLine<Polled>,
+    /// The worker found the inbox empty and parks (or is about to): a submitter must unpark it.
+    sleeping: AtomicBool,
+}
+
+#[derive(Default)]
+struct Polled {
     /// How many jobs were ever pushed: a polling worker watches this instead of taking the
     /// lock, which would contend with every submitter's push.
     pushed: AtomicU64,
-    /// The worker found the inbox empty and parks (or is about to): a submitter must unpark it.
-    sleeping: AtomicBool,
     /// No more jobs come: the worker ends once the inbox is empty.
     closed: AtomicBool,
 }
@@ -135,9 +145,9 @@ impl Inbox {
         // look until it parks, through every job it runs meanwhile.
         let mut polling = false;
         loop {
-            if self.pushed.load(Ordering::Acquire) == taken
+            if self.polled.0.pushed.load(Ordering::Acquire) == taken
                 && idle_since.elapsed() < pollers.idle_poll(spin)
-                && !self.closed.load(Ordering::Relaxed)
+                && !self.polled.0.closed.load(Ordering::Relaxed)
                 && (polling || {
                     polling = pollers.try_enter();
                     polling
@@ -154,13 +164,15 @@ impl Inbox {
                 if std::mem::take(&mut polling) {
                     pollers.leave();
                 }
-                if self.closed.load(Ordering::SeqCst) {
+                if self.polled.0.closed.load(Ordering::SeqCst) {
                     return;
                 }
                 // Announce first, then look once more: a job pushed after that look finds
                 // `sleeping` set and unparks this thread (the inbox lock orders the two).
                 self.sleeping.store(true, Ordering::SeqCst);
-                if self.pending.lock().entries.is_empty() && !self.closed.load(Ordering::SeqCst) {
+                if self.pending.lock().entries.is_empty()
+                    && !self.polled.0.closed.load(Ordering::SeqCst)
+                {
                     std::thread::park();
                 }
                 self.sleeping.store(false, Ordering::SeqCst);
@@ -200,9 +212,9 @@ pub const SUBMISSION_SPIN: Duration = Duration::from_millis(1);
 /// Lanes polled 1 ms for a while, which took the emulated-device stencil's granularity
 /// METG(50 %) under `mpirun -n 2` from 34.8 to 23.2 µs, but independent tasks on `host:4` (16
 /// lanes, all in use) from 2.5-3.0 to 11.2-11.6 µs on one H100 host and from 6.7-8.6 to
-/// 17.3-20.7 on another, even with fewer polling lanes than spare cores (docs/benchmarks.md,
-/// "lanes that poll, at most one per spare core"); they poll [`PEER_WAIT_POLL`] only while an
-/// executor waits for a peer's data.
+/// 17.3-20.7 on another: the inbox's watched fields shared a cache line with the lock a push
+/// takes (fixed, see `Inbox::polled`). They poll [`PEER_WAIT_POLL`] while an executor waits for a
+/// peer's data; polling 1 ms at all times is not yet measured with the fix.
 pub const BRIEF_SPIN: Duration = Duration::from_micros(20);
 
 /// How many of the process's queue threads may poll for their next job ([`SUBMISSION_SPIN`],
@@ -374,6 +386,8 @@ impl ThreadQueue {
             waiter,
         });
         self.inbox
+            .polled
+            .0
             .pushed
             .store(pending.next_sequence, Ordering::Release);
         drop(pending);
@@ -391,7 +405,7 @@ impl ThreadQueue {
 
 impl Drop for ThreadQueue {
     fn drop(&mut self) {
-        self.inbox.closed.store(true, Ordering::SeqCst);
+        self.inbox.polled.0.closed.store(true, Ordering::SeqCst);
         if let Some(thread) = self.thread.take() {
             thread.thread().unpark();
             let _ = thread.join();
@@ -546,6 +560,26 @@ mod tests {
             0,
             "a queue gives its place back when it ends"
         );
+    }
+
+    #[test]
+    fn a_polling_worker_watches_a_cache_line_that_a_push_does_not_otherwise_write() {
+        let inbox = Inbox::default();
+        let line = |address: usize| address / 128;
+        let start = |field: *const u8| field as usize;
+        let polled = start((&inbox.polled as *const CacheLine<Polled>).cast());
+        assert_eq!(polled % 128, 0);
+        assert_eq!(std::mem::size_of::<CacheLine<Polled>>(), 128);
+        let lock = start((&inbox.pending as *const Mutex<Pending>).cast());
+        let lock_end = lock + std::mem::size_of::<Mutex<Pending>>() - 1;
+        let sleeping = start((&inbox.sleeping as *const AtomicBool).cast());
+        for other in [lock, lock_end, sleeping] {
+            assert_ne!(
+                line(other),
+                line(polled),
+                "the lock, the list or `sleeping` share the polled line"
+            );
+        }
     }
 
     #[test]
