@@ -280,9 +280,9 @@ static IDLE_POLLERS: IdlePollers = IdlePollers {
 /// process waits for a peer's data (an MPI receive or send in flight). The job after a
 /// receive waits for a whole exchange (the peer's kernel, its send, the receive): longer than
 /// [`BRIEF_SPIN`] wherever a step takes more than a few microseconds, so a lane that had parked
-/// paid its wake-up (about 5 µs on a GPU host) in every step. Lanes polling 1 ms at all times
-/// took the emulated-device stencil's METG(50 %) under `mpirun -n 2` from 34.8 to 23.2 µs but
-/// slowed independent `host:4` tasks, where no executor waits for a peer.
+/// paid its wake-up (about 5 µs on a GPU host) in every step. On an H100 host this took the
+/// emulated-device stencil's METG(50 %) under `mpirun -n 2` from 28.7 to 24.0 µs (mean of three,
+/// docs/benchmarks.md, "lanes poll while a peer is awaited"); a single-rank run never waits.
 pub const PEER_WAIT_POLL: Duration = Duration::from_millis(1);
 
 /// Announces that an executor of the process began (`true`) or stopped (`false`) waiting for a
