@@ -227,7 +227,7 @@ struct IdlePollers {
     /// Places taken. Counted apart from `limit` so that a new limit (a later runtime in the
     /// same process) leaves the places that threads still hold accounted for.
     taken: AtomicUsize,
-    /// Executors of the process now waiting for a peer's data (see [`set_awaiting_peers`]).
+    /// Executors of the process now waiting for a peer's data (see [`PeerWaitAnnouncement`]).
     executors_awaiting_peers: AtomicUsize,
     /// How long a queue thread polls while an executor waits for a peer's data.
     peer_wait_poll: Duration,
@@ -285,11 +285,30 @@ static IDLE_POLLERS: IdlePollers = IdlePollers {
 /// docs/benchmarks.md, "lanes poll while a peer is awaited"); a single-rank run never waits.
 pub const PEER_WAIT_POLL: Duration = Duration::from_millis(1);
 
-/// Announces that an executor of the process began (`true`) or stopped (`false`) waiting for a
-/// peer's data: while any does, queue threads with a polling place poll [`PEER_WAIT_POLL`]
-/// after their last job instead of their usual time. Calls must pair.
-pub fn set_awaiting_peers(awaiting: bool) {
-    IDLE_POLLERS.set_awaiting_peers(awaiting);
+/// An executor's announcement that it waits for a peer's data: while any executor of the
+/// process has one up, queue threads with a polling place poll [`PEER_WAIT_POLL`] after their
+/// last job instead of their usual time. Withdrawn when dropped, so the process-wide count
+/// cannot be left raised by an executor that ends mid-wait.
+#[derive(Default)]
+pub struct PeerWaitAnnouncement {
+    announced: bool,
+}
+
+impl PeerWaitAnnouncement {
+    /// Raises (`true`) or withdraws (`false`) the announcement; repeating the current state
+    /// costs a comparison.
+    pub fn set(&mut self, awaiting: bool) {
+        if awaiting != self.announced {
+            IDLE_POLLERS.set_awaiting_peers(awaiting);
+            self.announced = awaiting;
+        }
+    }
+}
+
+impl Drop for PeerWaitAnnouncement {
+    fn drop(&mut self) {
+        self.set(false);
+    }
 }
 
 /// Lets at most `threads` queue threads of the process at once poll for their next job before

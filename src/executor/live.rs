@@ -37,7 +37,7 @@ use super::receive_arbiter::ReceiveArbiter;
 use crate::backend::SendPtr;
 use crate::backend::event::{AsyncEvent, Completion};
 use crate::backend::interface::{AccessorInfo, Backend, KernelInvocation, Launcher};
-use crate::backend::thread_queue::set_awaiting_peers;
+use crate::backend::thread_queue::PeerWaitAnnouncement;
 use crate::comm::Communicator;
 use crate::debug::trace::{EXECUTOR_BUSY_TRACK, SUBMISSION_TRACK, TraceLog};
 use crate::error::{Error, Result};
@@ -118,29 +118,6 @@ const FAILED_SHUTDOWN_STALL: Duration = Duration::from_millis(250);
 /// slack: in a halo exchange every step would wait that long (C++ Celerity polls without ever
 /// sleeping while work is in flight).
 const PEER_WAIT_SPIN: Duration = Duration::from_millis(1);
-
-/// Whether an executor has told the process's queue threads that it waits for a peer's data
-/// (`thread_queue::set_awaiting_peers`: lanes then poll longer, since a receive releases their
-/// next job at once); withdrawn when the executor ends.
-#[derive(Default)]
-struct PeerWaitAnnouncement {
-    announced: bool,
-}
-
-impl PeerWaitAnnouncement {
-    fn set(&mut self, awaiting: bool) {
-        if awaiting != self.announced {
-            set_awaiting_peers(awaiting);
-            self.announced = awaiting;
-        }
-    }
-}
-
-impl Drop for PeerWaitAnnouncement {
-    fn drop(&mut self) {
-        self.set(false);
-    }
-}
 
 /// How long the executor keeps polling for a lane's completion after its last progress before
 /// it parks until a lane unparks it (where `poll_when_idle` allows): in a chain of short
