@@ -171,6 +171,11 @@ impl Backend for HostBackend {
         }
     }
 
+    fn host_reaches_copies_on(&self, _lane: CopyLane) -> bool {
+        // An emulated device's memory is host memory.
+        true
+    }
+
     fn enqueue_host_task(
         &mut self,
         lane: usize,

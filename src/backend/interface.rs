@@ -181,6 +181,13 @@ pub trait Backend: Send {
         elem_size: usize,
     ) -> AsyncEvent;
 
+    /// Whether the host reaches both ends of every copy on `lane`, so that the executor may do
+    /// a small one itself ([`copy_box_raw`](super::nd_memory::copy_box_raw)) rather than hand it
+    /// to the lane: a host lane's copies on every backend, every copy of emulated devices.
+    fn host_reaches_copies_on(&self, lane: CopyLane) -> bool {
+        matches!(lane, CopyLane::Host(_))
+    }
+
     /// Runs a host task chunk on host lane `lane`.
     fn enqueue_host_task(
         &mut self,

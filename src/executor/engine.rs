@@ -18,7 +18,9 @@
 //! If another instruction is queued on that lane first, eager assignment is abandoned for good and
 //! the instruction waits for its predecessors to complete. Lanes are reused when idle and created
 //! on demand otherwise, device lanes up to [`MAX_DEVICE_LANES`] per device (then the least busy
-//! one takes the instruction). Completions may be reported in any order.
+//! one takes the instruction). Completions may be reported in any order. The executor does a
+//! small copy assigned with every predecessor complete itself instead of on its lane (where the
+//! host reaches both ends): the hand-off would cost more than the copy.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -73,6 +75,9 @@ pub struct Assignment {
     pub device: Option<DeviceId>,
     /// `HostQueue` / `DeviceQueue`: the lane (per device for device queues).
     pub lane: Option<usize>,
+    /// Every predecessor had completed when it was assigned: it may run anywhere at once, not
+    /// only in order behind its lane's earlier submissions.
+    pub predecessors_complete: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,6 +180,7 @@ impl OutOfOrderEngine {
                 target: node.instruction.target,
                 device,
                 lane,
+                predecessors_complete: node.incomplete_predecessors == 0,
             }),
             _ => None,
         }
@@ -364,7 +370,8 @@ impl OutOfOrderEngine {
         }
         let node = self.incomplete.get_mut(&id).expect("present");
         node.state = State::Assigned { device, lane };
-        if node.incomplete_predecessors == 0 {
+        let predecessors_complete = node.incomplete_predecessors == 0;
+        if predecessors_complete {
             self.execution_front.insert(id);
         }
         // Taken out while the successors are updated (none of them looks at this list), then
@@ -389,6 +396,7 @@ impl OutOfOrderEngine {
             target,
             device,
             lane,
+            predecessors_complete,
         })
     }
 

@@ -606,6 +606,7 @@ impl Executor {
 
     fn dispatch(&mut self, assignment: Assignment) {
         let instruction = self.instructions[&assignment.id].clone();
+        let assignment = self.placed(&instruction, assignment);
         #[cfg(test)]
         crate::thread_guard::inject_panic(
             "executor",

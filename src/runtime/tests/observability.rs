@@ -24,7 +24,7 @@ pub(super) fn launcher(f: impl Fn(&KernelInvocation) + Send + Sync + 'static) ->
     })
 }
 
-fn scratch_dir(name: &str) -> PathBuf {
+pub(super) fn scratch_dir(name: &str) -> PathBuf {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
         "celerity-obs-{}-{name}-{}",
@@ -365,7 +365,7 @@ fn json_graphs_name_every_node_and_edge() {
     );
 }
 
-fn events(path: &Path) -> Vec<serde_json::Value> {
+pub(super) fn events(path: &Path) -> Vec<serde_json::Value> {
     let doc: serde_json::Value = serde_json::from_str(&read(path)).unwrap();
     doc["traceEvents"].as_array().unwrap().clone()
 }

@@ -14,7 +14,7 @@ use crate::runtime::Runtime;
 use crate::runtime::config::{Config, DeviceSelection, Lookahead, SchedulerThreads};
 use crate::task::{AccessMode, CommandGroup, RangeMapper, TaskSpec};
 
-fn config(devices: u32, peer_copies: bool, lookahead: Lookahead) -> Config {
+pub(super) fn config(devices: u32, peer_copies: bool, lookahead: Lookahead) -> Config {
     Config {
         devices: DeviceSelection::Host(devices),
         host_device_peer_copies: peer_copies,
@@ -39,7 +39,7 @@ fn configurations() -> Vec<Config> {
 }
 
 /// Address of element `i` (1-D) of accessor `a`.
-fn element(inv: &KernelInvocation, a: usize, i: [usize; 3]) -> *mut f64 {
+pub(super) fn element(inv: &KernelInvocation, a: usize, i: [usize; 3]) -> *mut f64 {
     let acc = inv.accessors[a];
     let (o, r) = (acc.allocated_box.min().0, acc.allocated_box.range().0);
     let linear = ((i[0] - o[0]) * r[1] + (i[1] - o[1])) * r[2] + (i[2] - o[2]);
@@ -47,7 +47,7 @@ fn element(inv: &KernelInvocation, a: usize, i: [usize; 3]) -> *mut f64 {
     unsafe { (acc.base.0 as *mut f64).add(linear) }
 }
 
-fn for_each(chunk: &GridBox, mut f: impl FnMut([usize; 3])) {
+pub(super) fn for_each(chunk: &GridBox, mut f: impl FnMut([usize; 3])) {
     let (min, max) = (chunk.min().0, chunk.max().0);
     for i in min[0]..max[0] {
         for j in min[1]..max[1] {
@@ -59,20 +59,27 @@ fn for_each(chunk: &GridBox, mut f: impl FnMut([usize; 3])) {
 }
 
 /// A 1-D buffer of doubles, initialised from `values`.
-fn host_f64_buffer(rt: &mut Runtime, values: impl Iterator<Item = f64>) -> crate::types::BufferId {
+pub(super) fn host_f64_buffer(
+    rt: &mut Runtime,
+    values: impl Iterator<Item = f64>,
+) -> crate::types::BufferId {
     let bytes: Vec<u8> = values.flat_map(f64::to_ne_bytes).collect();
     rt.create_buffer(1, Range::new(bytes.len() / 8, 1, 1), 8, 8, Some(&bytes))
         .unwrap()
 }
 
-fn launcher(f: impl Fn(&KernelInvocation) + Send + Sync + 'static) -> Launcher {
+pub(super) fn launcher(f: impl Fn(&KernelInvocation) + Send + Sync + 'static) -> Launcher {
     Arc::new(move |inv: &KernelInvocation, _: &LaunchEnvironment| {
         f(inv);
         Ok(())
     })
 }
 
-fn fence_all(rt: &mut Runtime, bid: crate::types::BufferId, elements: usize) -> Vec<f64> {
+pub(super) fn fence_all(
+    rt: &mut Runtime,
+    bid: crate::types::BufferId,
+    elements: usize,
+) -> Vec<f64> {
     let mut out = vec![0.0f64; elements];
     // SAFETY: `out` holds the whole buffer and outlives the wait below.
     let promise = unsafe { rt.fence_buffer(bid, None, out.as_mut_ptr().cast()) }.unwrap();
