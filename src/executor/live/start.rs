@@ -44,14 +44,9 @@ fn few_runs(
 ) -> bool {
     let (mut source_cursor, mut dest_cursor) = (0, 0);
     region.boxes().iter().all(|b| {
-        let located =
-            locate(source_layout, b, 0, &mut source_cursor, elem_size).and_then(|(source, _)| {
-                Ok((
-                    source,
-                    locate(dest_layout, b, 0, &mut dest_cursor, elem_size)?.0,
-                ))
-            });
-        let Ok((source, dest)) = located else {
+        let source = locate(source_layout, b, 0, &mut source_cursor, elem_size);
+        let dest = locate(dest_layout, b, 0, &mut dest_cursor, elem_size);
+        let (Ok((source, _)), Ok((dest, _))) = (source, dest) else {
             // Enqueued, the copy reports the error.
             return false;
         };
@@ -286,8 +281,6 @@ impl Executor {
         Ok(SmallVec::from_elem(event, 1))
     }
 
-    /// One backend copy per box of `region`, from `source` to `dest` (each an allocation and
-    /// the layout of the copied data in it).
     /// The assignment `instruction` runs under: a small copy whose predecessors all completed,
     /// with both ends in memory the host reaches, on this thread (target `Immediate`) instead of
     /// its lane; every other instruction as assigned.
@@ -317,7 +310,9 @@ impl Executor {
         }
     }
 
-    /// A copy on `lane`, or with `None` at once on this thread ([`Executor::placed`]).
+    /// One copy per box of `region`, from `source` to `dest` (each an allocation and the layout
+    /// of the copied data in it): on the backend's `lane`, or with `None` at once on this thread
+    /// ([`Executor::placed`]).
     fn start_copy(
         &mut self,
         lane: Option<CopyLane>,
