@@ -100,3 +100,81 @@ fn small_ready_copies_run_on_the_executor_thread_and_large_ones_on_lanes() {
         );
     }
 }
+
+#[test]
+fn a_small_copy_of_many_short_runs_stays_on_a_lane() {
+    // Column 0 of a 256 x 4 buffer of doubles: each device reads the other's 128 elements of it,
+    // 1 KiB in 128 runs of 8 bytes, over the executor's limit of runs.
+    let (rows, cols) = (256usize, 4usize);
+    for peer_copies in [true, false] {
+        let dir = scratch_dir("column-copies");
+        let path = dir.join("trace.json");
+        let mut rt = Runtime::start(Config {
+            trace_file: Some(path.clone()),
+            ..config(2, peer_copies, Lookahead::None)
+        })
+        .unwrap();
+        let values: Vec<u8> = (0..rows * cols)
+            .flat_map(|i| (i as f64).to_ne_bytes())
+            .collect();
+        let range = Range::new(rows, cols, 1);
+        let input = rt.create_buffer(2, range, 8, 8, Some(&values)).unwrap();
+        let output = rt.create_buffer(2, range, 8, 8, None).unwrap();
+        let kernel = TaskSpec::DeviceKernel {
+            dims: 2,
+            range,
+            offset: Id::default(),
+        };
+        rt.submit(
+            kernel,
+            CommandGroup::new().access(input, AccessMode::ReadWrite, RangeMapper::OneToOne),
+            launcher(|inv| {
+                // SAFETY: one_to_one covers the chunk.
+                for_each(&inv.chunk, |i| unsafe { *element(inv, 0, i) += 1.0 });
+            }),
+        )
+        .unwrap();
+        // Wait until the increments are done, so that the column's copies are ready when
+        // assigned: only their runs keep them off the executor thread.
+        fence_all(&mut rt, input, rows * cols);
+        let column = crate::grid::Subrange::new(Id::default(), Range::new(rows, 1, 1));
+        rt.submit(
+            kernel,
+            CommandGroup::new()
+                .access(input, AccessMode::Read, RangeMapper::Fixed(column))
+                .access(output, AccessMode::DiscardWrite, RangeMapper::OneToOne),
+            launcher(move |inv| {
+                for_each(&inv.chunk, |i| {
+                    // SAFETY: the fixed mapper covers column 0, one_to_one the written element.
+                    unsafe { *element(inv, 1, i) = *element(inv, 0, [rows - 1 - i[0], 0, 0]) };
+                });
+            }),
+        )
+        .unwrap();
+        let expected: Vec<f64> = (0..rows * cols)
+            .map(|i| ((rows - 1 - i / cols) * cols) as f64 + 1.0)
+            .collect();
+        assert_eq!(fence_all(&mut rt, output, rows * cols), expected);
+        rt.shutdown().unwrap();
+        // The 1 KiB copies between device memories read or write column 0 inside a 256 x 4
+        // allocation (with peer copies straight between the devices' buffers; staged, gathering
+        // the column out of one device's buffer and scattering it into the other's): 128 runs.
+        let device_memory = |m: &serde_json::Value| {
+            m.as_str()
+                .is_some_and(|m| m.starts_with("M2.") || m.starts_with("M3."))
+        };
+        let column_copies: Vec<u64> = events(&path)
+            .iter()
+            .filter(|e| {
+                e["cat"] == "copy" && e["args"]["bytes"].to_string().trim_matches('"') == "1024"
+            })
+            .filter(|e| device_memory(&e["args"]["from"]) && device_memory(&e["args"]["to"]))
+            .map(|e| e["tid"].as_u64().unwrap())
+            .collect();
+        assert!(column_copies.len() >= 2, "{column_copies:?}");
+        assert!(
+            column_copies.iter().all(|&tid| tid != EXECUTOR_TID),
+            "peer copies {peer_copies}: {column_copies:?}"
+        );
+    }
+}
