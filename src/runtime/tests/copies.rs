@@ -2,6 +2,8 @@
 //! (no hand-off to a lane and back), a large one or one queued behind its producer on a lane;
 //! the results are the same.
 
+use std::path::PathBuf;
+
 use super::observability::{events, scratch_dir};
 use super::pipeline::{config, element, fence_all, for_each, host_f64_buffer, launcher};
 use crate::grid::{Id, Range};
@@ -49,17 +51,23 @@ fn reverse_after_increment(rt: &mut Runtime, n: usize) -> Vec<f64> {
     fence_all(rt, output, n)
 }
 
+/// A runtime on two emulated devices writing its trace into a fresh folder named after `name`,
+/// and the trace's path.
+fn traced_on_two_devices(name: &str, peer_copies: bool) -> (Runtime, PathBuf) {
+    let path = scratch_dir(name).join("trace.json");
+    let rt = Runtime::start(Config {
+        trace_file: Some(path.clone()),
+        ..config(2, peer_copies, Lookahead::None)
+    })
+    .unwrap();
+    (rt, path)
+}
+
 #[test]
 fn small_ready_copies_run_on_the_executor_thread_and_large_ones_on_lanes() {
     // 16 doubles: halves of 64 bytes; 8192: halves of 32 KiB, above the executor's limit.
     for peer_copies in [true, false] {
-        let dir = scratch_dir("copies");
-        let path = dir.join("trace.json");
-        let mut rt = Runtime::start(Config {
-            trace_file: Some(path.clone()),
-            ..config(2, peer_copies, Lookahead::None)
-        })
-        .unwrap();
+        let (mut rt, path) = traced_on_two_devices("copies", peer_copies);
         for n in [16usize, 8192] {
             let expected: Vec<f64> = (0..n).rev().map(|i| i as f64 + 1.0).collect();
             assert_eq!(
@@ -107,13 +115,7 @@ fn a_small_copy_of_many_short_runs_stays_on_a_lane() {
     // 1 KiB in 128 runs of 8 bytes, over the executor's limit of runs.
     let (rows, cols) = (256usize, 4usize);
     for peer_copies in [true, false] {
-        let dir = scratch_dir("column-copies");
-        let path = dir.join("trace.json");
-        let mut rt = Runtime::start(Config {
-            trace_file: Some(path.clone()),
-            ..config(2, peer_copies, Lookahead::None)
-        })
-        .unwrap();
+        let (mut rt, path) = traced_on_two_devices("column-copies", peer_copies);
         let values: Vec<u8> = (0..rows * cols)
             .flat_map(|i| (i as f64).to_ne_bytes())
             .collect();
