@@ -214,7 +214,9 @@ pub const SUBMISSION_SPIN: Duration = Duration::from_millis(1);
 /// lanes, all in use) from 2.5-3.0 to 11.2-11.6 µs on one H100 host and from 6.7-8.6 to
 /// 17.3-20.7 on another: the inbox's watched fields shared a cache line with the lock a push
 /// takes (fixed, see `Inbox::polled`). They poll [`PEER_WAIT_POLL`] while an executor waits for a
-/// peer's data; polling 1 ms at all times is not yet measured with the fix.
+/// peer's data. Polling 1 ms at all times, measured with the fix, still took independent
+/// `host:4` tasks from 3.66 to 4.59 µs per task (mean, H100 host; docs/benchmarks.md, "lanes
+/// stay at 20 µs").
 pub const BRIEF_SPIN: Duration = Duration::from_micros(20);
 
 /// How many of the process's queue threads may poll for their next job ([`SUBMISSION_SPIN`],

@@ -2,7 +2,7 @@
 //! (no hand-off to a lane and back), a large one or one queued behind its producer on a lane;
 //! the results are the same.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::observability::{events, scratch_dir};
 use super::pipeline::{config, element, fence_all, for_each, host_f64_buffer, launcher};
@@ -63,6 +63,50 @@ fn traced_on_two_devices(name: &str, peer_copies: bool) -> (Runtime, PathBuf) {
     (rt, path)
 }
 
+/// One copy of the trace: its bytes, its track, and the memories of its ends (`M0` user memory,
+/// `M1` the runtime's host memory, `M2`/`M3` the two devices').
+#[derive(Debug)]
+struct TracedCopy {
+    bytes: u64,
+    tid: u64,
+    from_memory: String,
+    to_memory: String,
+}
+
+impl TracedCopy {
+    fn reads_host_memory(&self) -> bool {
+        matches!(self.from_memory.as_str(), "M0" | "M1")
+    }
+
+    fn between_devices(&self) -> bool {
+        [&self.from_memory, &self.to_memory]
+            .iter()
+            .all(|m| matches!(m.as_str(), "M2" | "M3"))
+    }
+}
+
+/// Every copy in the trace at `path`.
+fn traced_copies(path: &Path) -> Vec<TracedCopy> {
+    let memory = |end: &serde_json::Value| {
+        let allocation = end.as_str().unwrap();
+        allocation.split('.').next().unwrap().to_owned()
+    };
+    events(path)
+        .iter()
+        .filter(|e| e["cat"] == "copy")
+        .map(|e| TracedCopy {
+            bytes: e["args"]["bytes"]
+                .to_string()
+                .trim_matches('"')
+                .parse()
+                .unwrap(),
+            tid: e["tid"].as_u64().unwrap(),
+            from_memory: memory(&e["args"]["from"]),
+            to_memory: memory(&e["args"]["to"]),
+        })
+        .collect()
+}
+
 #[test]
 fn small_ready_copies_run_on_the_executor_thread_and_large_ones_on_lanes() {
     // 16 doubles: halves of 64 bytes; 8192: halves of 32 KiB, above the executor's limit.
@@ -77,33 +121,20 @@ fn small_ready_copies_run_on_the_executor_thread_and_large_ones_on_lanes() {
             );
         }
         rt.shutdown().unwrap();
-        // (bytes, track, from host memory): M0 is user memory, M1 the runtime's host memory.
-        let copies: Vec<(u64, u64, bool)> = events(&path)
-            .iter()
-            .filter(|e| e["cat"] == "copy")
-            .map(|e| {
-                let bytes = e["args"]["bytes"].as_str().map_or_else(
-                    || e["args"]["bytes"].as_u64().unwrap(),
-                    |b| b.parse().unwrap(),
-                );
-                let from = e["args"]["from"].as_str().unwrap();
-                let from_host = from.starts_with("M0.") || from.starts_with("M1.");
-                (bytes, e["tid"].as_u64().unwrap(), from_host)
-            })
-            .collect();
-        let (small, large): (Vec<&(u64, u64, bool)>, Vec<_>) =
-            copies.iter().partition(|(bytes, ..)| *bytes <= 16 * 1024);
+        let copies = traced_copies(&path);
+        let (small, large): (Vec<&TracedCopy>, Vec<_>) =
+            copies.iter().partition(|c| c.bytes <= 16 * 1024);
         // A copy out of host memory waits for the initial data or for copies on other lanes, so
         // it is ready when assigned; a copy out of a device's memory is queued on that device's
         // lane behind the kernel that produced it, and stays there.
-        let small_from_host: Vec<_> = small.iter().filter(|c| c.2).collect();
+        let small_from_host: Vec<_> = small.iter().filter(|c| c.reads_host_memory()).collect();
         assert!(small_from_host.len() >= 5, "{copies:?}");
         assert!(
-            small_from_host.iter().all(|c| c.1 == EXECUTOR_TID),
+            small_from_host.iter().all(|c| c.tid == EXECUTOR_TID),
             "peer copies {peer_copies}: {copies:?}"
         );
         assert!(
-            !large.is_empty() && large.iter().all(|c| c.1 != EXECUTOR_TID),
+            !large.is_empty() && large.iter().all(|c| c.tid != EXECUTOR_TID),
             "peer copies {peer_copies}: {copies:?}"
         );
     }
@@ -161,17 +192,10 @@ fn a_small_copy_of_many_short_runs_stays_on_a_lane() {
         // The 1 KiB copies between device memories read or write column 0 inside a 256 x 4
         // allocation (with peer copies straight between the devices' buffers; staged, gathering
         // the column out of one device's buffer and scattering it into the other's): 128 runs.
-        let device_memory = |m: &serde_json::Value| {
-            m.as_str()
-                .is_some_and(|m| m.starts_with("M2.") || m.starts_with("M3."))
-        };
-        let column_copies: Vec<u64> = events(&path)
+        let column_copies: Vec<u64> = traced_copies(&path)
             .iter()
-            .filter(|e| {
-                e["cat"] == "copy" && e["args"]["bytes"].to_string().trim_matches('"') == "1024"
-            })
-            .filter(|e| device_memory(&e["args"]["from"]) && device_memory(&e["args"]["to"]))
-            .map(|e| e["tid"].as_u64().unwrap())
+            .filter(|c| c.bytes == 1024 && c.between_devices())
+            .map(|c| c.tid)
             .collect();
         assert!(column_copies.len() >= 2, "{column_copies:?}");
         assert!(
